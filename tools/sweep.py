@@ -1,0 +1,71 @@
+"""Design sweep on the GPU: every launch variant of the solution's kernel on the benchmark shapes.
+
+For each variant: 0 differing bytes against the reference (one randn seed per shape), registers and
+spills, and the cold-L2 median time. Usage: python tools/sweep.py [--variants JSON] [--json PATH]
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import harness  # noqa: E402
+import solution  # noqa: E402
+
+DEFAULT_VARIANTS = [
+    {"num_warps": 8, "split": 2}, {"num_warps": 8, "split": 4}, {"num_warps": 16, "split": 2},
+    {"num_warps": 16, "split": 4}, {"num_warps": 4, "split": 4}, {"num_warps": 8, "split": 4, "markstein": False},
+]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variants", help="JSON list of _launch keyword sets")
+    parser.add_argument("--shapes", nargs="*", default=["benchmark"])
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    variants = json.loads(args.variants) if args.variants else DEFAULT_VARIANTS
+    shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
+    reference = harness.reference_fn()
+    rows = []
+    ref_us = {}
+    cases = {}
+    for label, M, H in shapes:
+        x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
+        ref = harness.run_reference(x, gy, reference)
+        outs = harness.new_outputs(M, H, "cuda")
+        ref_us[label] = triton.testing.do_bench(lambda: reference(x, gy, *outs), warmup=25, rep=100,
+                                                return_mode="median") * 1e3
+        cases[label] = (M, H, x, gy, ref)
+    for variant in variants:
+        times, bad_bytes, info = [], 0, {}
+        for label, (M, H, x, gy, ref) in cases.items():
+            outs = harness.new_outputs(M, H, "cuda")
+            k = solution._launch(x, gy, *outs, M, H, **variant)
+            info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None)}
+            torch.cuda.synchronize()
+            bad_bytes += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
+            us = triton.testing.do_bench(lambda: solution._launch(x, gy, *outs, M, H, **variant),
+                                         warmup=25, rep=100, return_mode="median") * 1e3
+            times.append((label, M, H, us))
+        speedups = [ref_us[l] / us for l, _, _, us in times]
+        big = [harness.min_bytes(M, H) / (us * 1e-6) / 1e9 for l, M, H, us in times if M * H >= 16 * 2**20]
+        row = {"variant": variant, **info, "bad_bytes": bad_bytes,
+               "mean_speedup": sum(speedups) / len(speedups),
+               "big_gbps": big, "us": {l: round(us, 2) for l, _, _, us in times}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\nvariant                                   regs spills bad_bytes mean_speedup  big-shape GB/s")
+    for r in rows:
+        print(f"{json.dumps(r['variant']):42s} {r['regs']!s:>4} {r['spills']!s:>6} {r['bad_bytes']:>9} "
+              f"{r['mean_speedup']:>12.2f}  {' '.join(f'{g:.0f}' for g in r['big_gbps'])}")
+    print("reference us:", {k: round(v, 1) for k, v in ref_us.items()})
+    if args.json:
+        Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "ref_us": ref_us, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
