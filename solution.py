@@ -68,14 +68,24 @@ def _exp(v, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _sigmoid(gate, INTERPRET: tl.constexpr):
-    return tl.math.div_rn(1.0, 1.0 + _exp(-gate, INTERPRET))
+def _sigmoid(gate, INTERPRET: tl.constexpr, NEWTON: tl.constexpr):
+    """1 / (1 + exp(-gate)), the reciprocal rounded as IEEE division rounds it.
+
+    NEWTON: the fast approximate reciprocal and one Newton step, r + r * fma(-d, r, 1),
+    which tools/exhaustive_exactness.py shows equal to IEEE division for every bf16 gate.
+    """
+    d = 1.0 + _exp(-gate, INTERPRET)
+    if INTERPRET or not NEWTON:
+        return tl.math.div_rn(1.0, d)
+    else:
+        r = 1.0 / d
+        return tl.fma(r, tl.fma(-d, r, 1.0), r)
 
 
 @triton.jit
-def _silu_dot_fwd_bwd(gate, up, gy, INTERPRET: tl.constexpr):
+def _silu_dot_fwd_bwd(gate, up, gy, INTERPRET: tl.constexpr, NEWTON: tl.constexpr):
     """y, d_gate, d_up in the reference's operation order, each rounded to bf16 (held in fp32)."""
-    sig = _sigmoid(gate, INTERPRET)
+    sig = _sigmoid(gate, INTERPRET, NEWTON)
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
@@ -90,38 +100,45 @@ def _group_scale(absmax):
 
 
 @triton.jit
-def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr):
-    """int8(trunc(clamp(v / scale, +-127))) with v / scale rounded as IEEE division."""
+def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr,
+              CLAMP: tl.constexpr = True):
+    """int8(trunc(clamp(v / scale, +-127))) with v / scale rounded as IEEE division.
+
+    CLAMP=False drops the clamp: for |v| <= absmax, |v / scale| < 128 and the truncation
+    alone lands in [-127, 127] (shown for every bf16 pair by tools/exhaustive_exactness.py).
+    """
     if INTERPRET or not MARKSTEIN:
         q = tl.math.div_rn(v, scale)
     else:
         q0 = v * inv_scale
         rem = tl.fma(-q0, scale, v)
         q = tl.fma(rem, inv_scale, q0)
-    q = tl.minimum(tl.maximum(q, -127.0), 127.0)
+    if CLAMP:
+        q = tl.minimum(tl.maximum(q, -127.0), 127.0)
     return q.to(tl.int8)
 
 
 @triton.jit
 def _load_slice(x_ptr, grad_y_ptr, rows, cols, H):
     x_offs = rows[:, None] * (2 * H) + cols[None, :]
-    gate = tl.load(x_ptr + x_offs)
-    up = tl.load(x_ptr + x_offs + H)
-    gy = tl.load(grad_y_ptr + rows[:, None] * H + cols[None, :])
+    gate = tl.load(x_ptr + x_offs).to(tl.float32)
+    up = tl.load(x_ptr + x_offs + H).to(tl.float32)
+    gy = tl.load(grad_y_ptr + rows[:, None] * H + cols[None, :]).to(tl.float32)
     return gate, up, gy
 
 
 @triton.jit
 def _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H, GROUP: tl.constexpr,
-                      INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr):
+                      INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr,
+                      CLAMP: tl.constexpr):
     """Writes the grad_input groups of one slice of rows; returns its y (bf16 values in fp32)."""
-    y, d_gate, d_up = _silu_dot_fwd_bwd(gate.to(tl.float32), up.to(tl.float32), gy.to(tl.float32), INTERPRET)
+    y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, INTERPRET, NEWTON)
     # Groups are the 128 channels of one row, separately for the gate and up halves.
     n_row_groups = (2 * H) // GROUP
     s_gate = _group_scale(tl.max(tl.abs(d_gate), axis=1))
     s_up = _group_scale(tl.max(tl.abs(d_up), axis=1))
-    q_gate = _quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], INTERPRET, MARKSTEIN)
-    q_up = _quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], INTERPRET, MARKSTEIN)
+    q_gate = _quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], INTERPRET, MARKSTEIN, CLAMP)
+    q_up = _quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], INTERPRET, MARKSTEIN, CLAMP)
     q_offs = rows[:, None] * (2 * H) + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
@@ -131,70 +148,72 @@ def _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H
 
 
 @triton.jit
-def _pack_bf16_pair(lo, hi):
-    """Two fp32 tensors holding bf16 values -> one uint32 tensor (halves the registers they hold)."""
-    return (lo.to(tl.uint32, bitcast=True) >> 16) | (hi.to(tl.uint32, bitcast=True) & 0xFFFF0000)
-
-
-@triton.jit
-def _unpack_lo(packed):
-    return (packed << 16).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _unpack_hi(packed):
-    return (packed & 0xFFFF0000).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _store_y_quant(y_q_ptr, y, scale, inv_scale, rows, cols, M,
-                   INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr):
-    q = _quantize(y, scale[None, :], inv_scale[None, :], INTERPRET, MARKSTEIN)
-    tl.store(y_q_ptr + cols[None, :] * M + rows[:, None], q)
-
-
-@triton.jit
 def _silu_dot_quant_kernel(
     x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr,
     M, H,
-    GROUP: tl.constexpr, SPLIT: tl.constexpr,
-    INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr,
+    GROUP: tl.constexpr, SLICE: tl.constexpr,
+    INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr, CLAMP: tl.constexpr,
 ):
-    """One program: GROUP tokens x GROUP channels, in SPLIT (2 or 4) slices of rows.
+    """One program: GROUP tokens x GROUP channels, in slices of SLICE rows, two passes.
 
-    Each slice closes its grad_input row groups at once; y waits, packed as bf16 pairs,
-    until the last slice gives the column absmax of its token groups.
+    Pass 1 computes y alone for the absmax of its token groups (round-to-nearest is monotonic,
+    so bf16(max |y|) = max |bf16(y)|). Pass 2 recomputes everything, bit for bit the same, and
+    writes both quantized outputs slice by slice, so no slice is held in registers for long.
+    The second read of x hits L2: the tile was just read.
     """
     pid_m = tl.program_id(0)
     pid_h = tl.program_id(1)
     cols = pid_h * GROUP + tl.arange(0, GROUP)
-    SLICE: tl.constexpr = GROUP // SPLIT
-    r0 = pid_m * GROUP + tl.arange(0, SLICE)
-    r1 = r0 + SLICE
-    g, u, gy = _load_slice(x_ptr, grad_y_ptr, r0, cols, H)
-    y0 = _grad_quant_slice(g, u, gy, grad_q_ptr, grad_s_ptr, r0, cols, pid_h, H, GROUP, INTERPRET, MARKSTEIN)
-    g, u, gy = _load_slice(x_ptr, grad_y_ptr, r1, cols, H)
-    y1 = _grad_quant_slice(g, u, gy, grad_q_ptr, grad_s_ptr, r1, cols, pid_h, H, GROUP, INTERPRET, MARKSTEIN)
-    amax = tl.maximum(tl.max(tl.abs(y0), axis=0), tl.max(tl.abs(y1), axis=0))
-    p01 = _pack_bf16_pair(y0, y1)
-    if SPLIT == 4:
-        r2 = r1 + SLICE
-        r3 = r2 + SLICE
-        g, u, gy = _load_slice(x_ptr, grad_y_ptr, r2, cols, H)
-        y2 = _grad_quant_slice(g, u, gy, grad_q_ptr, grad_s_ptr, r2, cols, pid_h, H, GROUP, INTERPRET, MARKSTEIN)
-        g, u, gy = _load_slice(x_ptr, grad_y_ptr, r3, cols, H)
-        y3 = _grad_quant_slice(g, u, gy, grad_q_ptr, grad_s_ptr, r3, cols, pid_h, H, GROUP, INTERPRET, MARKSTEIN)
-        amax = tl.maximum(amax, tl.maximum(tl.max(tl.abs(y2), axis=0), tl.max(tl.abs(y3), axis=0)))
+    first_row = pid_m * GROUP
 
+    amax = tl.zeros([GROUP], dtype=tl.float32)
+    for i in tl.static_range(GROUP // SLICE):
+        rows = first_row + i * SLICE + tl.arange(0, SLICE)
+        x_offs = rows[:, None] * (2 * H) + cols[None, :]
+        gate = tl.load(x_ptr + x_offs).to(tl.float32)
+        up = tl.load(x_ptr + x_offs + H).to(tl.float32)
+        y = gate * _sigmoid(gate, INTERPRET, NEWTON) * up
+        amax = tl.maximum(amax, tl.max(tl.abs(y), axis=0))
     # y's groups are the GROUP tokens of one channel; y_q_t is stored transposed.
-    s_y = _group_scale(amax)
+    s_y = _group_scale(_round_to_bf16(amax, INTERPRET))
     r_y = tl.math.div_rn(1.0, s_y)
     tl.store(y_s_ptr + cols * (M // GROUP) + pid_m, s_y)
-    _store_y_quant(y_q_ptr, _unpack_lo(p01), s_y, r_y, r0, cols, M, INTERPRET, MARKSTEIN)
-    _store_y_quant(y_q_ptr, _unpack_hi(p01), s_y, r_y, r1, cols, M, INTERPRET, MARKSTEIN)
-    if SPLIT == 4:
-        _store_y_quant(y_q_ptr, y2, s_y, r_y, r2, cols, M, INTERPRET, MARKSTEIN)
-        _store_y_quant(y_q_ptr, y3, s_y, r_y, r3, cols, M, INTERPRET, MARKSTEIN)
+
+    for i in tl.static_range(GROUP // SLICE):
+        rows = first_row + i * SLICE + tl.arange(0, SLICE)
+        gate, up, gy = _load_slice(x_ptr, grad_y_ptr, rows, cols, H)
+        y = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H, GROUP,
+                              INTERPRET, NEWTON, MARKSTEIN, CLAMP)
+        q_y = _quantize(y, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP)
+        tl.store(y_q_ptr + cols[None, :] * M + rows[:, None], q_y)
+
+
+@triton.jit
+def _silu_dot_quant_stash_kernel(
+    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr,
+    M, H,
+    GROUP: tl.constexpr, SLICE: tl.constexpr,
+    INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr, CLAMP: tl.constexpr,
+):
+    """Design alternative kept for the sweep: one pass, two slices, y held in registers."""
+    pid_m = tl.program_id(0)
+    pid_h = tl.program_id(1)
+    cols = pid_h * GROUP + tl.arange(0, GROUP)
+    r0 = pid_m * GROUP + tl.arange(0, GROUP // 2)
+    r1 = r0 + GROUP // 2
+    gate, up, gy = _load_slice(x_ptr, grad_y_ptr, r0, cols, H)
+    y0 = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, r0, cols, pid_h, H, GROUP,
+                           INTERPRET, NEWTON, MARKSTEIN, CLAMP)
+    gate, up, gy = _load_slice(x_ptr, grad_y_ptr, r1, cols, H)
+    y1 = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, r1, cols, pid_h, H, GROUP,
+                           INTERPRET, NEWTON, MARKSTEIN, CLAMP)
+    s_y = _group_scale(tl.maximum(tl.max(tl.abs(y0), axis=0), tl.max(tl.abs(y1), axis=0)))
+    r_y = tl.math.div_rn(1.0, s_y)
+    tl.store(y_s_ptr + cols * (M // GROUP) + pid_m, s_y)
+    tl.store(y_q_ptr + cols[None, :] * M + r0[:, None],
+             _quantize(y0, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP))
+    tl.store(y_q_ptr + cols[None, :] * M + r1[:, None],
+             _quantize(y1, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP))
 
 
 def _launch_settings(M, H):
@@ -243,13 +262,14 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
 
 
 def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H,
-            num_warps, split=2, num_stages=1, markstein=True):
+            num_warps, slice_rows=32, two_pass=True, newton=True, markstein=True, clamp=False):
+    kernel = _silu_dot_quant_kernel if two_pass else _silu_dot_quant_stash_kernel
     grid = (M // GROUP_SIZE, H // GROUP_SIZE)
-    return _silu_dot_quant_kernel[grid](
+    return kernel[grid](
         x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H,
-        GROUP=GROUP_SIZE, SPLIT=split,
-        INTERPRET=_INTERPRET, MARKSTEIN=markstein,
-        num_warps=num_warps, num_stages=num_stages, enable_fp_fusion=False,
+        GROUP=GROUP_SIZE, SLICE=slice_rows,
+        INTERPRET=_INTERPRET, NEWTON=newton, MARKSTEIN=markstein, CLAMP=clamp,
+        num_warps=num_warps, num_stages=1, enable_fp_fusion=False,
     )
 
 
