@@ -167,7 +167,7 @@ def _silu_dot_quant_kernel(
     first_row = pid_m * GROUP
 
     amax = tl.zeros([GROUP], dtype=tl.float32)
-    for i in tl.static_range(GROUP // SLICE):
+    for i in range(GROUP // SLICE):
         rows = first_row + i * SLICE + tl.arange(0, SLICE)
         x_offs = rows[:, None] * (2 * H) + cols[None, :]
         gate = tl.load(x_ptr + x_offs).to(tl.float32)
@@ -179,7 +179,7 @@ def _silu_dot_quant_kernel(
     r_y = tl.math.div_rn(1.0, s_y)
     tl.store(y_s_ptr + cols * (M // GROUP) + pid_m, s_y)
 
-    for i in tl.static_range(GROUP // SLICE):
+    for i in range(GROUP // SLICE):
         rows = first_row + i * SLICE + tl.arange(0, SLICE)
         gate, up, gy = _load_slice(x_ptr, grad_y_ptr, rows, cols, H)
         y = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H, GROUP,

@@ -16,10 +16,10 @@ import harness  # noqa: E402
 import solution  # noqa: E402
 
 DEFAULT_VARIANTS = [
-    {"num_warps": 8, "slice_rows": 32}, {"num_warps": 4, "slice_rows": 32}, {"num_warps": 4, "slice_rows": 16},
-    {"num_warps": 8, "slice_rows": 16}, {"num_warps": 8, "slice_rows": 64}, {"num_warps": 2, "slice_rows": 16},
-    {"num_warps": 8, "slice_rows": 32, "newton": False, "clamp": True},
-    {"num_warps": 8, "two_pass": False},
+    {"num_warps": 8, "slice_rows": 16}, {"num_warps": 4, "slice_rows": 16}, {"num_warps": 8, "slice_rows": 32},
+    {"num_warps": 4, "slice_rows": 8}, {"num_warps": 8, "slice_rows": 8}, {"num_warps": 2, "slice_rows": 8},
+    {"num_warps": 8, "slice_rows": 16, "newton": False, "clamp": True},
+    {"num_warps": 8, "two_pass": False}, {"num_warps": 8, "two_pass": False, "newton": False, "clamp": True},
 ]
 
 
