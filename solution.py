@@ -26,9 +26,9 @@ reference's operation order, and absmax * fp32(1/127) for the scale (PyTorch
 divides by a scalar through its reciprocal). The quantizer's division v / s is
 done as Markstein's correction with r = RN(1/s) computed once per group:
 q0 = v*r, rem = fma(-q0, s, v), q = fma(rem, r, q0) -- three instructions
-instead of a full IEEE division per element. tools/exhaustive_exactness.py
-proves on the GPU that this gives the same int8 as IEEE division for every
-bf16 (value, absmax) pair.
+instead of a full IEEE division per element, and no clamp (|v| <= absmax keeps
+|v / s| < 128). tools/exhaustive_exactness.py proves on the GPU that this gives
+the reference's int8 for every bf16 (value, absmax) pair with |value| <= absmax.
 
 Under the Triton interpreter (TRITON_INTERPRET=1, CPU) three things differ, so
 the kernel takes INTERPRET as a constexpr and substitutes, only there:
@@ -68,24 +68,14 @@ def _exp(v, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _sigmoid(gate, INTERPRET: tl.constexpr, NEWTON: tl.constexpr):
-    """1 / (1 + exp(-gate)), the reciprocal rounded as IEEE division rounds it.
-
-    NEWTON: the fast approximate reciprocal and one Newton step, r + r * fma(-d, r, 1),
-    which tools/exhaustive_exactness.py shows equal to IEEE division for every bf16 gate.
-    """
-    d = 1.0 + _exp(-gate, INTERPRET)
-    if INTERPRET or not NEWTON:
-        return tl.math.div_rn(1.0, d)
-    else:
-        r = 1.0 / d
-        return tl.fma(r, tl.fma(-d, r, 1.0), r)
+def _sigmoid(gate, INTERPRET: tl.constexpr):
+    return tl.math.div_rn(1.0, 1.0 + _exp(-gate, INTERPRET))
 
 
 @triton.jit
-def _silu_dot_fwd_bwd(gate, up, gy, INTERPRET: tl.constexpr, NEWTON: tl.constexpr):
+def _silu_dot_fwd_bwd(gate, up, gy, INTERPRET: tl.constexpr):
     """y, d_gate, d_up in the reference's operation order, each rounded to bf16 (held in fp32)."""
-    sig = _sigmoid(gate, INTERPRET, NEWTON)
+    sig = _sigmoid(gate, INTERPRET)
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
@@ -100,26 +90,24 @@ def _group_scale(absmax):
 
 
 @triton.jit
-def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr, MARKSTEIN: tl.constexpr,
-              CLAMP: tl.constexpr = True):
-    """int8(trunc(clamp(v / scale, +-127))) with v / scale rounded as IEEE division.
+def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr):
+    """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division.
 
-    CLAMP=False drops the clamp: for |v| <= absmax, |v / scale| < 128 and the truncation
-    alone lands in [-127, 127] (shown for every bf16 pair by tools/exhaustive_exactness.py).
+    No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127].
+    On the GPU the division is Markstein's correction of v * (1/scale). Both facts are shown for
+    every bf16 (v, absmax) pair by tools/exhaustive_exactness.py.
     """
-    if INTERPRET or not MARKSTEIN:
+    if INTERPRET:
         q = tl.math.div_rn(v, scale)
     else:
         q0 = v * inv_scale
         rem = tl.fma(-q0, scale, v)
         q = tl.fma(rem, inv_scale, q0)
-    if CLAMP:
-        q = tl.minimum(tl.maximum(q, -127.0), 127.0)
     return q.to(tl.int8)
 
 
 @triton.jit
-def _load_slice(x_ptr, grad_y_ptr, rows, cols, H):
+def _load_rows(x_ptr, grad_y_ptr, rows, cols, H):
     x_offs = rows[:, None] * (2 * H) + cols[None, :]
     gate = tl.load(x_ptr + x_offs).to(tl.float32)
     up = tl.load(x_ptr + x_offs + H).to(tl.float32)
@@ -128,17 +116,17 @@ def _load_slice(x_ptr, grad_y_ptr, rows, cols, H):
 
 
 @triton.jit
-def _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H, GROUP: tl.constexpr,
-                      INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr,
-                      CLAMP: tl.constexpr):
-    """Writes the grad_input groups of one slice of rows; returns its y (bf16 values in fp32)."""
-    y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, INTERPRET, NEWTON)
+def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H,
+                     GROUP: tl.constexpr, INTERPRET: tl.constexpr):
+    """Computes rows x cols, writes their grad_input groups, returns y (bf16 values in fp32)."""
+    gate, up, gy = _load_rows(x_ptr, grad_y_ptr, rows, cols, H)
+    y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, INTERPRET)
     # Groups are the 128 channels of one row, separately for the gate and up halves.
     n_row_groups = (2 * H) // GROUP
     s_gate = _group_scale(tl.max(tl.abs(d_gate), axis=1))
     s_up = _group_scale(tl.max(tl.abs(d_up), axis=1))
-    q_gate = _quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], INTERPRET, MARKSTEIN, CLAMP)
-    q_up = _quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], INTERPRET, MARKSTEIN, CLAMP)
+    q_gate = _quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], INTERPRET)
+    q_up = _quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], INTERPRET)
     q_offs = rows[:, None] * (2 * H) + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
@@ -151,73 +139,32 @@ def _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H
 def _silu_dot_quant_kernel(
     x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr,
     M, H,
-    GROUP: tl.constexpr, SLICE: tl.constexpr,
-    INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr, CLAMP: tl.constexpr,
+    GROUP: tl.constexpr, INTERPRET: tl.constexpr,
 ):
-    """One program: GROUP tokens x GROUP channels, in slices of SLICE rows, two passes.
+    """One program: GROUP tokens x GROUP channels, as two halves of GROUP // 2 tokens.
 
-    Pass 1 computes y alone for the absmax of its token groups (round-to-nearest is monotonic,
-    so bf16(max |y|) = max |bf16(y)|). Pass 2 recomputes everything, bit for bit the same, and
-    writes both quantized outputs slice by slice, so no slice is held in registers for long.
-    The second read of x hits L2: the tile was just read.
+    Each half closes its grad_input row groups at once; its y stays in registers until the
+    second half gives the absmax of every token group, then both are quantized and stored
+    transposed.
     """
     pid_m = tl.program_id(0)
     pid_h = tl.program_id(1)
     cols = pid_h * GROUP + tl.arange(0, GROUP)
-    first_row = pid_m * GROUP
+    rows0 = pid_m * GROUP + tl.arange(0, GROUP // 2)
+    rows1 = rows0 + GROUP // 2
+    y0 = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows0, cols, pid_h, H, GROUP, INTERPRET)
+    y1 = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows1, cols, pid_h, H, GROUP, INTERPRET)
 
-    amax = tl.zeros([GROUP], dtype=tl.float32)
-    for i in range(GROUP // SLICE):
-        rows = first_row + i * SLICE + tl.arange(0, SLICE)
-        x_offs = rows[:, None] * (2 * H) + cols[None, :]
-        gate = tl.load(x_ptr + x_offs).to(tl.float32)
-        up = tl.load(x_ptr + x_offs + H).to(tl.float32)
-        y = gate * _sigmoid(gate, INTERPRET, NEWTON) * up
-        amax = tl.maximum(amax, tl.max(tl.abs(y), axis=0))
-    # y's groups are the GROUP tokens of one channel; y_q_t is stored transposed.
-    s_y = _group_scale(_round_to_bf16(amax, INTERPRET))
-    r_y = tl.math.div_rn(1.0, s_y)
-    tl.store(y_s_ptr + cols * (M // GROUP) + pid_m, s_y)
-
-    for i in range(GROUP // SLICE):
-        rows = first_row + i * SLICE + tl.arange(0, SLICE)
-        gate, up, gy = _load_slice(x_ptr, grad_y_ptr, rows, cols, H)
-        y = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H, GROUP,
-                              INTERPRET, NEWTON, MARKSTEIN, CLAMP)
-        q_y = _quantize(y, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP)
-        tl.store(y_q_ptr + cols[None, :] * M + rows[:, None], q_y)
-
-
-@triton.jit
-def _silu_dot_quant_stash_kernel(
-    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr,
-    M, H,
-    GROUP: tl.constexpr, SLICE: tl.constexpr,
-    INTERPRET: tl.constexpr, NEWTON: tl.constexpr, MARKSTEIN: tl.constexpr, CLAMP: tl.constexpr,
-):
-    """Design alternative kept for the sweep: one pass, two slices, y held in registers."""
-    pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
-    cols = pid_h * GROUP + tl.arange(0, GROUP)
-    r0 = pid_m * GROUP + tl.arange(0, GROUP // 2)
-    r1 = r0 + GROUP // 2
-    gate, up, gy = _load_slice(x_ptr, grad_y_ptr, r0, cols, H)
-    y0 = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, r0, cols, pid_h, H, GROUP,
-                           INTERPRET, NEWTON, MARKSTEIN, CLAMP)
-    gate, up, gy = _load_slice(x_ptr, grad_y_ptr, r1, cols, H)
-    y1 = _grad_quant_slice(gate, up, gy, grad_q_ptr, grad_s_ptr, r1, cols, pid_h, H, GROUP,
-                           INTERPRET, NEWTON, MARKSTEIN, CLAMP)
+    # y's groups are the GROUP tokens of one channel; y_q_t is H x M.
     s_y = _group_scale(tl.maximum(tl.max(tl.abs(y0), axis=0), tl.max(tl.abs(y1), axis=0)))
     r_y = tl.math.div_rn(1.0, s_y)
     tl.store(y_s_ptr + cols * (M // GROUP) + pid_m, s_y)
-    tl.store(y_q_ptr + cols[None, :] * M + r0[:, None],
-             _quantize(y0, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP))
-    tl.store(y_q_ptr + cols[None, :] * M + r1[:, None],
-             _quantize(y1, s_y[None, :], r_y[None, :], INTERPRET, MARKSTEIN, CLAMP))
+    tl.store(y_q_ptr + cols[None, :] * M + rows0[:, None], _quantize(y0, s_y[None, :], r_y[None, :], INTERPRET))
+    tl.store(y_q_ptr + cols[None, :] * M + rows1[:, None], _quantize(y1, s_y[None, :], r_y[None, :], INTERPRET))
 
 
 def _launch_settings(M, H):
-    """num_warps for a shape (measured on H100, see PERF_NOTES.md)."""
+    """8 warps: the fastest of 2/4/8/16 on every benchmark shape (H100, PERF_NOTES.md)."""
     return {"num_warps": 8}
 
 
@@ -261,14 +208,11 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     return M, H
 
 
-def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H,
-            num_warps, slice_rows=32, two_pass=True, newton=True, markstein=True, clamp=False):
-    kernel = _silu_dot_quant_kernel if two_pass else _silu_dot_quant_stash_kernel
+def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps):
     grid = (M // GROUP_SIZE, H // GROUP_SIZE)
-    return kernel[grid](
+    return _silu_dot_quant_kernel[grid](
         x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H,
-        GROUP=GROUP_SIZE, SLICE=slice_rows,
-        INTERPRET=_INTERPRET, NEWTON=newton, MARKSTEIN=markstein, CLAMP=clamp,
+        GROUP=GROUP_SIZE, INTERPRET=_INTERPRET,
         num_warps=num_warps, num_stages=1, enable_fp_fusion=False,
     )
 

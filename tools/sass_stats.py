@@ -1,6 +1,6 @@
 """Compile the solution's kernel for sm_90 without a GPU and count its SASS instructions by kind.
 
-Usage: python tools/sass_stats.py [--split 2] [--num-warps 8] [--no-markstein] [--dump PATH]
+Usage: python tools/sass_stats.py [--num-warps 8] [--dump PATH]
 Costs no device time: Triton compiles for a named target, its bundled nvdisasm disassembles.
 """
 import argparse
@@ -20,13 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import solution  # noqa: E402
 
 
-def compile_kernel(split, num_warps, markstein):
+def compile_kernel(num_warps):
     fn = solution._silu_dot_quant_kernel
     signature = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
                  "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "M": "i32", "H": "i32",
-                 "GROUP": "constexpr", "SLICE": "constexpr", "INTERPRET": "constexpr", "NEWTON": "constexpr",
-                 "MARKSTEIN": "constexpr", "CLAMP": "constexpr"}
-    constexprs = {"GROUP": 128, "SLICE": split, "INTERPRET": False, "NEWTON": True, "MARKSTEIN": markstein, "CLAMP": False}
+                 "GROUP": "constexpr", "INTERPRET": "constexpr"}
+    constexprs = {"GROUP": 128, "INTERPRET": False}
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(8)}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -35,12 +34,10 @@ def compile_kernel(split, num_warps, markstein):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--split", type=int, default=32, help="slice rows")
     p.add_argument("--num-warps", type=int, default=8)
-    p.add_argument("--no-markstein", action="store_true")
     p.add_argument("--dump")
     a = p.parse_args()
-    k = compile_kernel(a.split, a.num_warps, not a.no_markstein)
+    k = compile_kernel(a.num_warps)
     nvdisasm = Path(triton.__file__).parent / "backends/nvidia/bin/nvdisasm"
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(k.asm["cubin"])
@@ -59,7 +56,7 @@ def main():
             ops[m.group(1)] += 1
     total = sum(ops.values())
     elems = 128 * 128 / (a.num_warps * 32)   # tile elements per thread
-    print(f"split={a.split} warps={a.num_warps} markstein={not a.no_markstein}: regs={regs and regs.group(1)} "
+    print(f"warps={a.num_warps}: regs={regs and regs.group(1)} "
           f"stack={stack and stack.group(1)} SASS={total} (static; straight-line kernel), per element ~{total / elems:.1f}")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}  {n / elems:6.2f}/elem")
