@@ -13,7 +13,7 @@ Named checks, per shape (each over every seed x input family):
   exact        0 bytes differ from the reference (fails only with --strict)
 Static checks on the file: single_file (imports only torch, triton, numpy, the standard library;
 the function defined at top level) and numerics (fast-math constructs in @triton.jit code and
-launches without enable_fp_fusion=False; fails only with --strict).
+JIT launches (kernel[grid](...)) without enable_fp_fusion=False; fails only with --strict).
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a
@@ -119,8 +119,12 @@ def check_numerics(source):
                 if not (isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant)):
                     flags.append(f"line {node.lineno} in {fn.name}: '/' on tensors is div.full (approximate); "
                                  "use tl.math.div_rn")
+    # Launches that compile: jit_function[grid](...). A kernel compiled by such a launch and
+    # launched again later (compiled[grid](...)) takes no compile options, so it is not flagged.
+    jit_names = {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and _is_jit(fn)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                and _dotted(node.func.value).rsplit(".", 1)[-1] in jit_names):
             fusion = [k for k in node.keywords if k.arg == "enable_fp_fusion"]
             if not fusion or not (isinstance(fusion[0].value, ast.Constant) and fusion[0].value.value is False):
                 flags.append(f"line {node.lineno}: launch without enable_fp_fusion=False (FMA contraction "

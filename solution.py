@@ -73,9 +73,8 @@ def _sigmoid(gate, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _silu_dot_fwd_bwd(gate, up, gy, INTERPRET: tl.constexpr):
+def _silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET: tl.constexpr):
     """y, d_gate, d_up in the reference's operation order, each rounded to bf16 (held in fp32)."""
-    sig = _sigmoid(gate, INTERPRET)
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
@@ -107,21 +106,49 @@ def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr):
 
 
 @triton.jit
+def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, INTERPRET: tl.constexpr):
+    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
+    tl.store(table_ptr + i, _sigmoid(bits.to(tl.float32, bitcast=True), INTERPRET))
+
+
+@triton.jit
+def _sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr):
+    """sigmoid(gate) for bf16-valued fp32 gates, gathered from the table through shared memory.
+
+    |gate| is clamped to the table's range [2**-25, 127.5] first; tools/exhaustive_exactness.py
+    shows the result equals torch.sigmoid for every bf16 gate but NaN (NaN gates read some entry
+    and make every output NaN through the gate itself).
+    """
+    magnitude = tl.minimum(tl.maximum(tl.abs(gate), 2.9802322387695312e-08), 127.5)
+    sign = gate.to(tl.uint32, bitcast=True) >> 31
+    idx = ((magnitude.to(tl.uint32, bitcast=True) >> 15) - 2 * LUT_LO + sign).to(tl.int32)
+    idx = idx & (2 * LUT_N - 1)  # in bounds whatever min/max do with NaN (numpy propagates it)
+    table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
+    return tl.reshape(tl.gather(table, tl.reshape(idx, [N_ELEM]), 0), gate.shape)
+
+
+@triton.jit
 def _load_rows(x_ptr, grad_y_ptr, rows, cols, H):
+    """gate, up and grad_y of rows x cols, as loaded (bf16)."""
     x_offs = rows[:, None] * (2 * H) + cols[None, :]
-    gate = tl.load(x_ptr + x_offs).to(tl.float32)
-    up = tl.load(x_ptr + x_offs + H).to(tl.float32)
-    gy = tl.load(grad_y_ptr + rows[:, None] * H + cols[None, :]).to(tl.float32)
+    gate = tl.load(x_ptr + x_offs)
+    up = tl.load(x_ptr + x_offs + H)
+    gy = tl.load(grad_y_ptr + rows[:, None] * H + cols[None, :])
     return gate, up, gy
 
 
 @triton.jit
-def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H,
-                     GROUP: tl.constexpr, INTERPRET: tl.constexpr):
+def _grad_rows_quant(gate, up, gy, table_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H,
+                     GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, INTERPRET: tl.constexpr):
     """Computes rows x cols, writes their grad_input groups, returns y (bf16 values in fp32)."""
-    gate, up, gy = _load_rows(x_ptr, grad_y_ptr, rows, cols, H)
-    y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, INTERPRET)
-    # Groups are the 128 channels of one row, separately for the gate and up halves.
+    gate = gate.to(tl.float32)
+    up = up.to(tl.float32)
+    gy = gy.to(tl.float32)
+    sig = _sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, GROUP // 2 * GROUP)
+    y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET)
+    # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     n_row_groups = (2 * H) // GROUP
     s_gate = _group_scale(tl.max(tl.abs(d_gate), axis=1))
     s_up = _group_scale(tl.max(tl.abs(d_up), axis=1))
@@ -137,23 +164,27 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_
 
 @triton.jit
 def _silu_dot_quant_kernel(
-    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr,
+    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr,
     M, H,
-    GROUP: tl.constexpr, INTERPRET: tl.constexpr,
+    GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, INTERPRET: tl.constexpr,
 ):
     """One program: GROUP tokens x GROUP channels, as two halves of GROUP // 2 tokens.
 
-    Each half closes its grad_input row groups at once; its y stays in registers until the
-    second half gives the absmax of every token group, then both are quantized and stored
-    transposed.
+    Both halves' loads are issued first. Each half closes its grad_input row groups at once; its y
+    stays in registers until the second half gives the absmax of every token group, then both are
+    quantized and stored transposed.
     """
     pid_m = tl.program_id(0)
     pid_h = tl.program_id(1)
     cols = pid_h * GROUP + tl.arange(0, GROUP)
     rows0 = pid_m * GROUP + tl.arange(0, GROUP // 2)
     rows1 = rows0 + GROUP // 2
-    y0 = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows0, cols, pid_h, H, GROUP, INTERPRET)
-    y1 = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, rows1, cols, pid_h, H, GROUP, INTERPRET)
+    gate0, up0, gy0 = _load_rows(x_ptr, grad_y_ptr, rows0, cols, H)
+    gate1, up1, gy1 = _load_rows(x_ptr, grad_y_ptr, rows1, cols, H)
+    y0 = _grad_rows_quant(gate0, up0, gy0, table_ptr, grad_q_ptr, grad_s_ptr, rows0, cols, pid_h, H,
+                          GROUP, LUT_LO, LUT_N, INTERPRET)
+    y1 = _grad_rows_quant(gate1, up1, gy1, table_ptr, grad_q_ptr, grad_s_ptr, rows1, cols, pid_h, H,
+                          GROUP, LUT_LO, LUT_N, INTERPRET)
 
     # y's groups are the GROUP tokens of one channel; y_q_t is H x M.
     s_y = _group_scale(tl.maximum(tl.max(tl.abs(y0), axis=0), tl.max(tl.abs(y1), axis=0)))
@@ -163,12 +194,44 @@ def _silu_dot_quant_kernel(
     tl.store(y_q_ptr + cols[None, :] * M + rows1[:, None], _quantize(y1, s_y[None, :], r_y[None, :], INTERPRET))
 
 
+# The sigmoid table covers every bf16 gate magnitude from 2**-25 (bits 0x3300; below it sigmoid is
+# 0.5) to 127.5 (beyond, sigmoid is 1, or 0 for negative gates): 4096 magnitudes x 2 signs, 32 KB.
+_LUT_LO = 0x3300
+_LUT_N = 4096
+_LUT_BLOCK = 1024
+
+
 def _launch_settings(M, H):
-    """8 warps: the fastest of 2/4/8/16 on every benchmark shape (H100, PERF_NOTES.md)."""
+    """8 warps: the fastest of 8 and 16 on every benchmark shape (H100, PERF_NOTES.md)."""
     return {"num_warps": 8}
 
 
 def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size):
+    """(M, H) for valid inputs; anything else goes to _explain_bad_inputs, which raises a ValueError."""
+    tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
+    try:
+        M, two_h = x.shape
+        H = two_h // 2
+        G = GROUP_SIZE
+        ok = (group_size == G and two_h == 2 * H and M % G == 0 and H % G == 0 and M > 0 and H > 0
+              and 2 * M * H < 2**31
+              and (grad_y.shape, grad_input_q.shape, grad_input_s.shape, y_q_t.shape, y_s_t.shape)
+              == ((M, H), (M, 2 * H), (M, 2 * H // G), (H, M), (H, M // G))
+              and (x.dtype, grad_y.dtype, grad_input_q.dtype, grad_input_s.dtype, y_q_t.dtype, y_s_t.dtype)
+              == _DTYPES
+              and all(t.is_contiguous() for t in tensors)
+              and all(t.device == x.device for t in tensors))
+    except (AttributeError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        _explain_bad_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
+    return M, H
+
+
+_DTYPES = (torch.bfloat16, torch.bfloat16, torch.int8, torch.float32, torch.int8, torch.float32)
+
+
+def _explain_bad_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size):
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
     tensors = {"x": x, "grad_y": grad_y, "grad_input_q": grad_input_q,
@@ -205,16 +268,35 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
             raise ValueError(f"{name} must be contiguous, got strides {t.stride()}")
         if t.device != x.device:
             raise ValueError(f"all tensors must be on one device: x is on {x.device}, {name} on {t.device}")
-    return M, H
+    raise ValueError("inputs rejected, but no rule above says why; please report this")
+
+
+# Compiled kernels by (device, num_warps, every pointer 16-byte aligned): later calls launch them
+# directly, skipping Triton's per-call argument binding and cache lookup (the key holds every
+# property Triton specializes these kernels on; M and H are multiples of 128).
+_compiled = {}
 
 
 def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps):
+    table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
+    table_grid = (2 * _LUT_N // _LUT_BLOCK,)
     grid = (M // GROUP_SIZE, H // GROUP_SIZE)
-    return _silu_dot_quant_kernel[grid](
-        x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H,
-        GROUP=GROUP_SIZE, INTERPRET=_INTERPRET,
-        num_warps=num_warps, num_stages=1, enable_fp_fusion=False,
-    )
+    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, table)
+    key = (x.get_device(), num_warps, all(t.data_ptr() % 16 == 0 for t in args))
+    kernels = _compiled.get(key)
+    if kernels is not None:
+        table_kernel, kernel = kernels
+        table_kernel[table_grid](table, _LUT_LO, _LUT_BLOCK, _INTERPRET)
+        kernel[grid](*args, M, H, GROUP_SIZE, _LUT_LO, _LUT_N, _INTERPRET)
+        return kernel
+    table_kernel = _sigmoid_table_kernel[table_grid](
+        table, LUT_LO=_LUT_LO, BLOCK=_LUT_BLOCK, INTERPRET=_INTERPRET, num_warps=4, enable_fp_fusion=False)
+    kernel = _silu_dot_quant_kernel[grid](
+        *args, M, H, GROUP=GROUP_SIZE, LUT_LO=_LUT_LO, LUT_N=_LUT_N, INTERPRET=_INTERPRET,
+        num_warps=num_warps, num_stages=1, enable_fp_fusion=False)
+    if not _INTERPRET:
+        _compiled[key] = (table_kernel, kernel)
+    return kernel
 
 
 def silu_dot_fwd_bwd_quant_fuse(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=128):

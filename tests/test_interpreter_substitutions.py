@@ -102,3 +102,31 @@ def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
     ulps = (out.view(torch.int32).long() - expected.view(torch.int32).long()).abs()
     normal = expected.abs() > 1.2e-38
     assert int(ulps[normal].max()) <= 2
+
+
+@triton.jit
+def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + offs)
+    tl.store(out_ptr + offs, solution._sigmoid_lookup(g, table_ptr, solution._LUT_LO, solution._LUT_N, BLOCK))
+
+
+def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
+    # The table and the direct path share one exp here (numpy's), so equality proves the table's
+    # layout, the index arithmetic and the clamping of magnitudes below 2**-25 and above 127.5 --
+    # for all 65,536 bf16 bit patterns, +-0, subnormals and +-inf included (NaN gates excepted:
+    # they make every output NaN through the gate itself).
+    gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
+    table = torch.empty(2 * solution._LUT_N, dtype=torch.float32)
+    solution._sigmoid_table_kernel[(2 * solution._LUT_N // 1024,)](
+        table, LUT_LO=solution._LUT_LO, BLOCK=1024, INTERPRET=True)
+    direct, looked_up = torch.empty_like(gates), torch.empty_like(gates)
+    _run(_sigmoid_kernel, gates, direct)
+    _lookup_kernel[(gates.numel() // 4096,)](gates, table, looked_up, BLOCK=4096)
+    not_nan = ~torch.isnan(gates)
+    assert int(not_nan.sum()) == 65536 - 254
+    differ = (direct.view(torch.int32) != looked_up.view(torch.int32)) & not_nan
+    assert int(differ.sum()) == 0, gates[differ][:10]
+    # The clamped ends really are constant: tiny gates give 0.5, large ones 1 (or 0 when negative).
+    assert looked_up[gates.abs() < 2**-25].eq(0.5).all()
+    assert looked_up[gates >= 128].eq(1.0).all() and looked_up[gates <= -128].eq(0.0).all()

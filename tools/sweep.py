@@ -1,7 +1,8 @@
-"""Design sweep on the GPU: every launch variant of the solution's kernel on the benchmark shapes.
+"""Design sweep on the GPU: launch variants of a solution's kernel on the benchmark shapes.
 
-For each variant: 0 differing bytes against the reference (one randn seed per shape), registers and
-spills, and the cold-L2 median time. Usage: python tools/sweep.py [--variants JSON] [--json PATH]
+For each variant (keyword arguments of the solution's _launch): 0 differing bytes against the
+reference (one randn seed per shape), registers and spills, and the cold-L2 median time.
+Usage: python tools/sweep.py [--solution PATH] [--variants JSON] [--json PATH]
 """
 import argparse
 import json
@@ -13,18 +14,21 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
-import solution  # noqa: E402
 
-DEFAULT_VARIANTS = [{"num_warps": 4}, {"num_warps": 8}, {"num_warps": 16}]
+def load_module(path):
+    harness.load_solution(path, name="solution_for_sweep")
+    return sys.modules["solution_for_sweep"]
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--variants", help="JSON list of _launch keyword sets")
+    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
+    parser.add_argument("--variants", help="JSON list of _launch keyword sets (default: its _launch_settings)")
     parser.add_argument("--shapes", nargs="*", default=["benchmark"])
     parser.add_argument("--json")
     args = parser.parse_args()
-    variants = json.loads(args.variants) if args.variants else DEFAULT_VARIANTS
+    solution = load_module(args.solution)
+    variants = json.loads(args.variants) if args.variants else [solution._launch_settings(8192, 4096)]
     shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
     reference = harness.reference_fn()
     rows = []
@@ -42,7 +46,8 @@ def main():
         for label, (M, H, x, gy, ref) in cases.items():
             outs = harness.new_outputs(M, H, "cuda")
             k = solution._launch(x, gy, *outs, M, H, **variant)
-            info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None)}
+            info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
+                    "shared": k.metadata.shared}
             torch.cuda.synchronize()
             bad_bytes += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
             us = triton.testing.do_bench(lambda: solution._launch(x, gy, *outs, M, H, **variant),
@@ -61,7 +66,8 @@ def main():
               f"{r['mean_speedup']:>12.2f}  {' '.join(f'{g:.0f}' for g in r['big_gbps'])}")
     print("reference us:", {k: round(v, 1) for k, v in ref_us.items()})
     if args.json:
-        Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "ref_us": ref_us, "rows": rows}, indent=2))
+        Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "solution": args.solution,
+                                               "ref_us": ref_us, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":
