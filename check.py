@@ -135,7 +135,7 @@ def check_numerics(source):
 # ---------------------------------------------------------------- what runs during a call
 
 class ComputeWatch(TorchDispatchMode):
-    """Records PyTorch compute ops and Triton launches while a solution runs.
+    """Records PyTorch compute ops and Triton launches (JIT or of an already compiled kernel) while a solution runs.
 
     Ops issued inside a Triton launch (the interpreter copies tensors to and from the host)
     belong to the launch, not to the solution, and are not counted.
@@ -172,14 +172,24 @@ def watch_compute():
                 watch._inside_launch -= 1
         return counted_run
 
+    # A kernel compiled earlier can be launched directly: compiled_kernel[grid](*args).
+    from triton.compiler.compiler import CompiledKernel
+    original_getitem = CompiledKernel.__getitem__
+
+    def counted_getitem(self, grid):
+        runner = original_getitem(self, grid)
+        return lambda *args, **kwargs: wrap(lambda _, *a, **k: runner(*a, **k))(self, *args, **kwargs)
+
     for cls, run in originals.items():
         cls.run = wrap(run)
+    CompiledKernel.__getitem__ = counted_getitem
     try:
         with watch:
             yield watch
     finally:
         for cls, run in originals.items():
             cls.run = run
+        CompiledKernel.__getitem__ = original_getitem
 
 
 # ---------------------------------------------------------------- one call, all its checks
