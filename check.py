@@ -156,33 +156,28 @@ class ComputeWatch(TorchDispatchMode):
 
 @contextlib.contextmanager
 def watch_compute():
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     watch = ComputeWatch()
     originals = {cls: cls.run for cls in (JITFunction, InterpretedFunction)}
+    original_getitem = CompiledKernel.__getitem__
 
-    def wrap(run):
-        def counted_run(self, *args, **kwargs):
+    def counted(launch):
+        def counted_launch(*args, **kwargs):
             watch.launches += 1
             watch._inside_launch += 1
             try:
-                return run(self, *args, **kwargs)
+                return launch(*args, **kwargs)
             finally:
                 watch._inside_launch -= 1
-        return counted_run
-
-    # A kernel compiled earlier can be launched directly: compiled_kernel[grid](*args).
-    from triton.compiler.compiler import CompiledKernel
-    original_getitem = CompiledKernel.__getitem__
-
-    def counted_getitem(self, grid):
-        runner = original_getitem(self, grid)
-        return lambda *args, **kwargs: wrap(lambda _, *a, **k: runner(*a, **k))(self, *args, **kwargs)
+        return counted_launch
 
     for cls, run in originals.items():
-        cls.run = wrap(run)
-    CompiledKernel.__getitem__ = counted_getitem
+        cls.run = counted(run)
+    # A kernel compiled earlier can be launched directly: compiled_kernel[grid](*args).
+    CompiledKernel.__getitem__ = lambda self, grid: counted(original_getitem(self, grid))
     try:
         with watch:
             yield watch
