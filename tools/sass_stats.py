@@ -24,14 +24,18 @@ import solution  # noqa: E402
 def compile_kernel(settings):
     fn = solution._silu_dot_quant_kernel
     signature = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
-                 "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "table_ptr": "*fp32", "M": "i32", "H": "i32"}
+                 "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "table_ptr": "*fp32", "scratch_ptr": "*bf16",
+                 "M": "i32", "H": "i32"}
+    options = {"num_warps": settings["num_warps"], "num_stages": 1, "enable_fp_fusion": False}
+    if settings.get("maxnreg"):
+        options["maxnreg"] = settings["maxnreg"]
     constexprs = {"GROUP": 128, "LUT_LO": solution._LUT_LO, "LUT_N": solution._LUT_N,
-                  **{k.upper(): v for k, v in settings.items() if k != "num_warps"}, "INTERPRET": False}
+                  **{k.upper(): v for k, v in settings.items() if k not in ("num_warps", "maxnreg")},
+                  "INTERPRET": False}
     signature.update({k: "constexpr" for k in constexprs})
-    attrs = {(i,): [["tt.divisibility", 16]] for i in range(9)}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(10)}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": settings["num_warps"], "num_stages": 1, "enable_fp_fusion": False})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 def resources(kernel):
