@@ -34,12 +34,12 @@ division for the sigmoid, no FMA contraction (enable_fp_fusion=False), the
 reference's operation order, and absmax * fp32(1/127) for the scale (PyTorch
 divides by a scalar through its reciprocal). The quantizer's division v / s is
 done as Markstein's correction with r = RN(1/s) computed once per group:
-q0 = v*r, rem = fma(-q0, s, v), q = fma(rem, r, q0) -- three instructions
+q0 = v*r, rem = fma(q0, -s, v), q = fma(rem, r, q0) -- three instructions
 instead of a full IEEE division per element, and no clamp (|v| <= absmax keeps
 |v / s| < 128). tools/exhaustive_exactness.py proves on the GPU that this gives
 the reference's int8 for every bf16 (value, absmax) pair with |value| <= absmax.
 
-Under the Triton interpreter (TRITON_INTERPRET=1, CPU) three things differ, so
+Under the Triton interpreter (TRITON_INTERPRET=1, CPU) four things differ, so
 the kernel takes INTERPRET as a constexpr and substitutes, only there:
   * libdevice does not exist: tl.exp (numpy's exp) replaces libdevice.exp;
   * fp32 -> bf16 casts truncate: an explicit round-to-nearest-even on the bits;
