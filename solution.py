@@ -305,16 +305,15 @@ def _explain_bad_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, gro
 _sigmoid_tables = {}
 
 
-def _sigmoid_table(x):
-    device = x.get_device()
-    table = _sigmoid_tables.get(device)
+def _sigmoid_table(device, index):
+    table = _sigmoid_tables.get(index)
     if table is None:
-        table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
+        table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=device)
         _sigmoid_table_kernel[(2 * _LUT_N // _LUT_BLOCK, 1, 1)](
             table, LUT_LO=_LUT_LO, BLOCK=_LUT_BLOCK, INTERPRET=_INTERPRET, num_warps=4, enable_fp_fusion=False)
         if table.is_cuda:
             torch.cuda.synchronize(table.device)  # filled before a call on any stream reads it
-        _sigmoid_tables[device] = table
+        _sigmoid_tables[index] = table
     return table
 
 
@@ -327,8 +326,9 @@ _compiled = {}
 def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps, chunk, y_chunk, maxnreg):
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     grid = (M // GROUP_SIZE, H // GROUP_SIZE, 1)  # three entries: a compiled kernel's launcher reads all
-    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x), scratch)
-    key = (x.get_device(), num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))
+    index = x.get_device()
+    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch)
+    key = (index, num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))
     kernel = _compiled.get(key)
     if kernel is not None:
         kernel[grid](*args, M, H, GROUP_SIZE, chunk, y_chunk, _LUT_LO, _LUT_N, _INTERPRET)
