@@ -44,9 +44,18 @@ the kernel takes INTERPRET as a constexpr and substitutes, only there:
   * libdevice does not exist: tl.exp (numpy's exp) replaces libdevice.exp;
   * fp32 -> bf16 casts truncate: an explicit round-to-nearest-even on the bits;
   * tl.fma rounds twice: the quantizer divides with IEEE division (numpy);
-  * inline PTX does not run: the L2 discard of the scratch slot is left out
-    (it changes no output, only what the L2 writes back).
-tests/test_interpreter_substitutions.py proves the first three against PyTorch.
+  * numpy's min/max propagate NaN: the table index is masked into range.
+tests/test_interpreter_substitutions.py proves these against PyTorch. Three
+GPU-only pieces of inline PTX have plain tl twins that the interpreter runs:
+  * the L2 discard of the scratch slot (no twin: it changes no output, only
+    what the L2 writes back);
+  * int8 conversion four at a time (cvt.rzi + cvt.pack: ptxas emits two
+    F2IP per four values, where .to(tl.int8) costs a conversion, a mask and
+    a byte permute per value); twin: .to(tl.int8);
+  * scale stores straight from the reduction's layout (tl.store would first
+    move the values through shared memory, two or three barriers each);
+    twin: tl.store.
+check.py --strict on the GPU compares every output byte with the reference.
 """
 import os
 
@@ -71,6 +80,15 @@ def _round_to_bf16(v, INTERPRET: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(v, INTERPRET: tl.constexpr):
+    """fp32 -> nearest-even bf16, as bf16."""
+    if INTERPRET:
+        return _round_to_bf16(v, INTERPRET).to(tl.bfloat16)
+    else:
+        return v.to(tl.bfloat16)
+
+
+@triton.jit
 def _exp(v, INTERPRET: tl.constexpr):
     if INTERPRET:
         return tl.exp(v)
@@ -85,12 +103,13 @@ def _sigmoid(gate, INTERPRET: tl.constexpr):
 
 @triton.jit
 def _silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET: tl.constexpr):
-    """y, d_gate, d_up in the reference's operation order, each rounded to bf16 (held in fp32)."""
+    """y, d_gate, d_up in the reference's operation order, each rounded to bf16: y as bf16 (it is only
+    stored), d_gate and d_up held in fp32 (they are reduced and quantized)."""
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
     d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
-    return (_round_to_bf16(y, INTERPRET), _round_to_bf16(d_gate, INTERPRET),
+    return (_to_bf16(y, INTERPRET), _round_to_bf16(d_gate, INTERPRET),
             _round_to_bf16(d_up, INTERPRET))
 
 
@@ -113,7 +132,27 @@ def _quantize(v, scale, inv_scale, INTERPRET: tl.constexpr):
         q0 = v * inv_scale
         rem = tl.fma(q0, -scale, v)  # not -q0: that would cost a subtraction per element
         q = tl.fma(rem, inv_scale, q0)
-    return q.to(tl.int8)
+    return _truncate_to_int8(q, INTERPRET)
+
+
+@triton.jit
+def _truncate_to_int8(q, INTERPRET: tl.constexpr):
+    """int8(trunc(q)) for |q| < 128. On the GPU four at a time: cvt.rzi to s32, then two cvt.pack into
+    one register (the casts' own lowering converts to s16 and masks and permutes bytes to pack)."""
+    if INTERPRET:
+        return q.to(tl.int8)
+    else:
+        return tl.inline_asm_elementwise(
+            """{
+            .reg .s32 a, b, c, d, hi;
+            cvt.rzi.s32.f32 a, $1;
+            cvt.rzi.s32.f32 b, $2;
+            cvt.rzi.s32.f32 c, $3;
+            cvt.rzi.s32.f32 d, $4;
+            cvt.pack.sat.s8.s32.b32 hi, d, c, 0;
+            cvt.pack.sat.s8.s32.b32 $0, b, a, hi;
+            }""",
+            "=r,r,r,r,r", [q], dtype=tl.int8, is_pure=True, pack=4)
 
 
 @triton.jit
@@ -125,7 +164,8 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
 
 
 @triton.jit
-def _sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr):
+def _sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
+                    INTERPRET: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates, gathered from the table through shared memory.
 
     |gate| is clamped to the table's range [2**-25, 127.5] first; tools/exhaustive_exactness.py
@@ -135,7 +175,8 @@ def _sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, 
     magnitude = tl.minimum(tl.maximum(tl.abs(gate), 2.9802322387695312e-08), 127.5)
     sign = gate.to(tl.uint32, bitcast=True) >> 31
     idx = ((magnitude.to(tl.uint32, bitcast=True) >> 15) - 2 * LUT_LO + sign).to(tl.int32)
-    idx = idx & (2 * LUT_N - 1)  # in bounds whatever min/max do with NaN (numpy propagates it)
+    if INTERPRET:
+        idx = idx & (2 * LUT_N - 1)  # numpy's min/max propagate NaN; the GPU's return the other operand
     table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
     return tl.reshape(tl.gather(table, tl.reshape(idx, [N_ELEM]), 0), gate.shape)
 
@@ -154,11 +195,11 @@ def _load_rows(x_ptr, grad_y_ptr, rows, cols, H):
 def _grad_rows_quant(gate, up, gy, table_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H,
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                      INTERPRET: tl.constexpr):
-    """Computes rows x cols, writes their grad_input groups, returns y (bf16 values in fp32)."""
+    """Computes rows x cols, writes their grad_input groups, returns y (bf16)."""
     gate = gate.to(tl.float32)
     up = up.to(tl.float32)
     gy = gy.to(tl.float32)
-    sig = _sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM)
+    sig = _sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, INTERPRET)
     y, d_gate, d_up = _silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     n_row_groups = (2 * H) // GROUP
@@ -169,9 +210,22 @@ def _grad_rows_quant(gate, up, gy, table_ptr, grad_q_ptr, grad_s_ptr, rows, cols
     q_offs = rows[:, None] * (2 * H) + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
-    tl.store(grad_s_ptr + rows * n_row_groups + pid_h, s_gate)
-    tl.store(grad_s_ptr + rows * n_row_groups + H // GROUP + pid_h, s_up)
+    _store_scales(grad_s_ptr + rows * n_row_groups + pid_h, s_gate, INTERPRET)
+    _store_scales(grad_s_ptr + rows * n_row_groups + H // GROUP + pid_h, s_up, INTERPRET)
     return y
+
+
+@triton.jit
+def _store_scales(ptrs, scales, INTERPRET: tl.constexpr):
+    """tl.store(ptrs, scales), but on the GPU straight from the reduction's layout: the threads that
+    share a reduced value all store it (same address, same value). tl.store would first move the
+    values to one owner each through shared memory, at the cost of two or three barriers."""
+    if INTERPRET:
+        tl.store(ptrs, scales)
+    else:
+        tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
+                                  [ptrs, scales.to(tl.uint32, bitcast=True)],
+                                  dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -193,9 +247,11 @@ def _silu_dot_quant_kernel(
 
     The scratch slot holds the tile's y transposed (slot[channel][token], bf16): a slice writes its
     columns, and y_q_t's rows are then read back contiguously, already in the order they are stored.
+    Program ids run along H first, so the programs that run together read whole rows of x and grad_y
+    (DRAM pages) rather than one 256-byte piece of many rows.
     """
-    pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
+    pid_h = tl.program_id(0)
+    pid_m = tl.program_id(1)
     slot = scratch_ptr + (pid_m * (H // GROUP) + pid_h) * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
     cols = pid_h * GROUP + local
@@ -205,7 +261,7 @@ def _silu_dot_quant_kernel(
         y = _grad_rows_quant(gate, up, gy, table_ptr, grad_q_ptr, grad_s_ptr, rows, cols, pid_h, H,
                              GROUP, LUT_LO, LUT_N, CHUNK * GROUP, INTERPRET)
         tl.store(slot + local[None, :] * GROUP + (c * CHUNK + tl.arange(0, CHUNK))[:, None],
-                 y.to(tl.bfloat16), eviction_policy="evict_last")
+                 y, eviction_policy="evict_last")
     tl.debug_barrier()  # every slice's y is in the slot before any thread reads it back
 
     # y's groups are the GROUP tokens of one channel; y_q_t is H x M.
@@ -214,7 +270,7 @@ def _silu_dot_quant_kernel(
         y_t = tl.load(slot + h[:, None] * GROUP + local[None, :], cache_modifier=".cg").to(tl.float32)
         s_y = _group_scale(tl.max(tl.abs(y_t), axis=1))
         r_y = tl.math.div_rn(1.0, s_y)
-        tl.store(y_s_ptr + (pid_h * GROUP + h) * (M // GROUP) + pid_m, s_y)
+        _store_scales(y_s_ptr + (pid_h * GROUP + h) * (M // GROUP) + pid_m, s_y, INTERPRET)
         tl.store(y_q_ptr + (pid_h * GROUP + h)[:, None] * M + (pid_m * GROUP + local)[None, :],
                  _quantize(y_t, s_y[:, None], r_y[:, None], INTERPRET))
     if not INTERPRET:
@@ -325,7 +381,7 @@ _compiled = {}
 
 def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps, chunk, y_chunk, maxnreg):
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
-    grid = (M // GROUP_SIZE, H // GROUP_SIZE, 1)  # three entries: a compiled kernel's launcher reads all
+    grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)  # H first (see the kernel); three entries: the launcher reads all
     index = x.get_device()
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch)
     key = (index, num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))

@@ -54,7 +54,7 @@ def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexp
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
     tl.store(direct_ptr + offs, _sigmoid(g, False))
-    tl.store(lookup_ptr + offs, _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK))
+    tl.store(lookup_ptr + offs, _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False))
 
 
 @triton.jit
@@ -63,7 +63,7 @@ def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, 
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
-    sig = _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK)
+    sig = _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False)
     y, d_gate, d_up = _silu_dot_fwd_bwd(g, u, gy, sig, False)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
