@@ -285,9 +285,14 @@ _LUT_N = 4096
 _LUT_BLOCK = 1024
 
 
-def _launch_settings(M, H):
-    """The fastest on every benchmark shape (PERF_NOTES.md): 8 warps, 32-token slices, y in 64-channel
-    rows, and at most 80 registers a thread, so that three programs fit on an SM without spilling."""
+def _launch_settings(M, H, sm_count=None):
+    """8 warps, 32-token slices, y in 64-channel rows and at most 80 registers a thread, so that three
+    programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the grid
+    needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
+    three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner."""
+    tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
+    if sm_count and tiles > 3 * sm_count and -(-tiles // (2 * sm_count)) == -(-tiles // (3 * sm_count)):
+        return {"num_warps": 16, "chunk": 32, "y_chunk": 64, "maxnreg": 64}
     return {"num_warps": 8, "chunk": 32, "y_chunk": 64, "maxnreg": 80}
 
 
@@ -373,6 +378,19 @@ def _sigmoid_table(device, index):
     return table
 
 
+_sm_counts = {}
+
+
+def _sm_count(index):
+    """The number of SMs of CUDA device `index`, read once per device; None on the CPU."""
+    if index < 0:
+        return None
+    count = _sm_counts.get(index)
+    if count is None:
+        count = _sm_counts[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return count
+
+
 # Compiled kernels by (device, settings, every pointer 16-byte aligned): later calls launch them
 # directly, skipping Triton's per-call argument binding and cache lookup (the key holds every
 # property Triton specializes this kernel on; M and H are multiples of 128).
@@ -399,5 +417,6 @@ def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps
 
 def silu_dot_fwd_bwd_quant_fuse(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=128):
     M, H = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
-    _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, **_launch_settings(M, H))
+    settings = _launch_settings(M, H, _sm_count(x.get_device()))
+    _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, **settings)
     return grad_input_q, grad_input_s, y_q_t, y_s_t

@@ -21,3 +21,14 @@ def test_kernel_fits_three_programs_per_sm_and_drops_its_scratch_from_l2(tmp_pat
     sass = dump.read_text()
     assert "CCTL.E.RML2" in sass  # discard.global.L2 of the scratch slot
     assert "BAR.SYNC" in sass
+    assert "F2IP.S8.F32.TRUNC" in sass  # int8 conversion packed two values at a time (cvt.rzi + cvt.pack)
+
+
+def test_sixteen_warp_settings_fit_two_programs_per_sm_without_spilling():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    settings = '{"num_warps": 16, "chunk": 32, "y_chunk": 64, "maxnreg": 64}'
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_stats.py"), "--settings", settings],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    regs, stack = map(int, re.search(r"regs=(\d+) stack=(\d+)", out.stdout).groups())
+    assert regs <= 64 and stack == 0, out.stdout  # 2 programs x 512 threads x 64 registers = 64K

@@ -69,3 +69,12 @@ def test_h_not_multiple_of_128_is_rejected():
     gy = torch.zeros(128, 192, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="H=192"):
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
+
+
+def test_launch_settings_pick_sixteen_warps_only_when_they_need_no_more_rounds():
+    eight, sixteen = (solution._launch_settings(2048, 4096, None),
+                      solution._launch_settings(2048, 4096, 132))
+    assert eight["num_warps"] == 8 and sixteen["num_warps"] == 16  # 512 tiles: 2 rounds either way
+    assert solution._launch_settings(4096, 2560, 132)["num_warps"] == 8  # 640 tiles: 2 rounds vs 3
+    assert solution._launch_settings(1024, 4096, 132)["num_warps"] == 8  # 256 tiles: one round of three
+    assert solution._launch_settings(8192, 4096, 132)["num_warps"] == 8  # 2048 tiles: 6 rounds vs 8
