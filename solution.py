@@ -267,7 +267,9 @@ def _silu_dot_quant_kernel(
     # y's groups are the GROUP tokens of one channel; y_q_t is H x M.
     for c in range(GROUP // Y_CHUNK):
         h = c * Y_CHUNK + tl.arange(0, Y_CHUNK)
-        y_t = tl.load(slot + h[:, None] * GROUP + local[None, :], cache_modifier=".cg").to(tl.float32)
+        # Through L1: this program wrote the slot (ordered by the barrier above), and most of its lines
+        # are still in this SM's L1, so the read-back costs little L2 traffic.
+        y_t = tl.load(slot + h[:, None] * GROUP + local[None, :]).to(tl.float32)
         s_y = _group_scale(tl.max(tl.abs(y_t), axis=1))
         r_y = tl.math.div_rn(1.0, s_y)
         _store_scales(y_s_ptr + (pid_h * GROUP + h) * (M // GROUP) + pid_m, s_y, INTERPRET)
