@@ -96,3 +96,13 @@ def test_shape_groups_and_explicit_shapes():
     assert harness.load_shapes("384x640") == [("384x640", 384, 640)]
     with pytest.raises(ValueError, match="unknown shape group"):
         harness.load_shapes("nope")
+
+
+def test_phase_timeline_edits_still_apply_to_the_solution():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("phase_timeline", harness.ROOT / "tools" / "phase_timeline.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    source = tool.instrumented_source((harness.ROOT / "solution.py").read_text())
+    assert source.count("_stamp(dbg, ") == 4 and "STAMPS" in source  # the helper and three stamps
+    compile(source, "solution_timed.py", "exec")
