@@ -401,7 +401,9 @@ _compiled = {}
 
 def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps, chunk, y_chunk, maxnreg):
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
-    grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)  # H first (see the kernel); three entries: the launcher reads all
+    # H first (see the kernel). M // 128 < 65536, the limit of a grid's second dimension, because
+    # _check_inputs caps 2 * M * H below 2**31. Three entries: a compiled kernel's launcher reads all.
+    grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
     index = x.get_device()
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch)
     key = (index, num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))
