@@ -363,34 +363,31 @@ def _explain_bad_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, gro
     raise ValueError("inputs rejected, but no rule above says why; please report this")
 
 
-# The sigmoid table of each device, filled by _sigmoid_table_kernel on the first call there. It
-# depends on nothing but the constants above, like the compiled kernels below.
-_sigmoid_tables = {}
+class _Device:
+    """What a call needs to know about its device, set up on the first call there: the index, the
+    sigmoid table (filled by _sigmoid_table_kernel; it depends on nothing but the constants above,
+    like the compiled kernels below) and the number of SMs (None on the CPU)."""
 
-
-def _sigmoid_table(device, index):
-    table = _sigmoid_tables.get(index)
-    if table is None:
-        table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=device)
+    def __init__(self, x):
+        self.index = x.get_device()
+        self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         _sigmoid_table_kernel[(2 * _LUT_N // _LUT_BLOCK, 1, 1)](
-            table, LUT_LO=_LUT_LO, BLOCK=_LUT_BLOCK, INTERPRET=_INTERPRET, num_warps=4, enable_fp_fusion=False)
-        if table.is_cuda:
-            torch.cuda.synchronize(table.device)  # filled before a call on any stream reads it
-        _sigmoid_tables[index] = table
-    return table
+            self.table, LUT_LO=_LUT_LO, BLOCK=_LUT_BLOCK, INTERPRET=_INTERPRET, num_warps=4,
+            enable_fp_fusion=False)
+        self.sm_count = None
+        if x.is_cuda:
+            torch.cuda.synchronize(x.device)  # the table is filled before a call on any stream reads it
+            self.sm_count = torch.cuda.get_device_properties(self.index).multi_processor_count
 
 
-_sm_counts = {}
+_devices = {}
 
 
-def _sm_count(index):
-    """The number of SMs of CUDA device `index`, read once per device; None on the CPU."""
-    if index < 0:
-        return None
-    count = _sm_counts.get(index)
-    if count is None:
-        count = _sm_counts[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return count
+def _device(x):
+    device = _devices.get(x.get_device())
+    if device is None:
+        device = _devices[x.get_device()] = _Device(x)
+    return device
 
 
 # Compiled kernels by (device, settings, every pointer 16-byte aligned): later calls launch them
@@ -399,14 +396,14 @@ def _sm_count(index):
 _compiled = {}
 
 
-def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps, chunk, y_chunk, maxnreg):
+def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, device, num_warps, chunk, y_chunk,
+            maxnreg):
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     # H first (see the kernel). M // 128 < 65536, the limit of a grid's second dimension, because
     # _check_inputs caps 2 * M * H below 2**31. Three entries: a compiled kernel's launcher reads all.
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
-    index = x.get_device()
-    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch)
-    key = (index, num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))
+    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
+    key = (device.index, num_warps, chunk, y_chunk, maxnreg, all(t.data_ptr() % 16 == 0 for t in args))
     kernel = _compiled.get(key)
     if kernel is not None:
         kernel[grid](*args, M, H, GROUP_SIZE, chunk, y_chunk, _LUT_LO, _LUT_N, _INTERPRET)
@@ -421,6 +418,7 @@ def _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, num_warps
 
 def silu_dot_fwd_bwd_quant_fuse(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=128):
     M, H = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
-    settings = _launch_settings(M, H, _sm_count(x.get_device()))
-    _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, **settings)
+    device = _device(x)
+    settings = _launch_settings(M, H, device.sm_count)
+    _launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, M, H, device, **settings)
     return grad_input_q, grad_input_s, y_q_t, y_s_t

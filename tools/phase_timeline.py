@@ -38,11 +38,10 @@ EDITS = [
      "        _discard_from_l2(slot, GROUP * GROUP * 2 // 128)\n    _stamp(dbg, 5, pid_h)\n"
      "    tl.store(dbg + 6, tl.inline_asm_elementwise(\"mov.u32 $0, %smid;\", \"=r,r\", [pid_h], dtype=tl.int32,\n"
      "                                                is_pure=False, pack=1).to(tl.int64))\n"),
-    ("    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch)\n",
+    ("    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)\n",
      "    global STAMPS\n"
      "    STAMPS = torch.zeros((M // GROUP_SIZE) * (H // GROUP_SIZE) * 8, dtype=torch.int64, device=x.device)\n"
-     "    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, _sigmoid_table(x.device, index), scratch,\n"
-     "            STAMPS)\n"),
+     "    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, STAMPS)\n"),
 ]
 
 
@@ -85,7 +84,7 @@ def main():
         t = (stamps[:, :6] - stamps[:, 0].min()).double() / 1e3  # µs from the first program's start
         phases = [t[:, k + 1] - t[:, k] for k in range(5)]
         per_sm = int(torch.bincount(stamps[:, 6]).max())
-        settings = timed._launch_settings(M, H, timed._sm_count(x.get_device()))
+        settings = timed._launch_settings(M, H, timed._device(x).sm_count)
         print(f"{label} ({M}x{H}, {stamps.shape[0]} programs, {settings['num_warps']} warps, up to {per_sm} per SM "
               f"over the call): kernel span {float(t[:, 5].max()):.1f} us (median of {args.calls} calls)")
         print("  phase medians, us: " + ", ".join(

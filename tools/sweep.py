@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
+from bench import do_bench  # noqa: E402  (the same timing as bench.py)
+
 
 def load_module(path):
     harness.load_solution(path, name="solution_for_sweep")
@@ -38,20 +39,19 @@ def main():
         x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
         ref = harness.run_reference(x, gy, reference)
         outs = harness.new_outputs(M, H, "cuda")
-        ref_us[label] = triton.testing.do_bench(lambda: reference(x, gy, *outs), warmup=25, rep=100,
-                                                return_mode="median") * 1e3
+        ref_us[label] = do_bench(lambda: reference(x, gy, *outs))
         cases[label] = (M, H, x, gy, ref)
     for variant in variants:
         times, bad_bytes, info = [], 0, {}
         for label, (M, H, x, gy, ref) in cases.items():
             outs = harness.new_outputs(M, H, "cuda")
-            k = solution._launch(x, gy, *outs, M, H, **variant)
+            device = solution._device(x)
+            k = solution._launch(x, gy, *outs, M, H, device, **variant)
             info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
                     "shared": k.metadata.shared}
             torch.cuda.synchronize()
             bad_bytes += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
-            us = triton.testing.do_bench(lambda: solution._launch(x, gy, *outs, M, H, **variant),
-                                         warmup=25, rep=100, return_mode="median") * 1e3
+            us = do_bench(lambda: solution._launch(x, gy, *outs, M, H, device, **variant))
             times.append((label, M, H, us))
         speedups = [ref_us[l] / us for l, _, _, us in times]
         big = [harness.min_bytes(M, H) / (us * 1e-6) / 1e9 for l, M, H, us in times if M * H >= 16 * 2**20]
