@@ -1,6 +1,6 @@
 """Times a solution against the reference on the benchmark shapes (GPU only).
 
-    python bench.py [--solution PATH] [--baseline PATH] [--shapes GROUP|MxH ...] [--json PATH]
+    python bench.py [--solution PATH] [--baseline PATH] [--shapes GROUP|MxH|ExTxH ...] [--json PATH]
 
 Each time is triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"): warmup and rep
 are milliseconds, and do_bench clears L2 (writes a 256 MB buffer) before every timed call, so every
@@ -75,7 +75,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
     parser.add_argument("--baseline", help="a second solution file, timed side by side")
-    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json or MxH (default: benchmark)")
+    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json, MxH or ExTxH (default: benchmark)")
     parser.add_argument("--json", help="write the record here")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():

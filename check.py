@@ -1,6 +1,6 @@
 """Correctness gate for a silu_dot_fwd_bwd_quant_fuse submission.
 
-    python check.py [--solution PATH] [--shapes GROUP|MxH ...] [--seeds N] [--families F ...]
+    python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
                     [--strict] [--json PATH]
 
 Named checks, per shape (each over every seed x input family):
@@ -292,7 +292,7 @@ def print_table(rows, strict):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json or MxH (default: benchmark "
+    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json, MxH or ExTxH (default: benchmark "
                         "and hidden_like on a GPU, cpu_small without one)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--families", nargs="+", default=list(harness.FAMILIES), choices=harness.FAMILIES)

@@ -54,14 +54,17 @@ def min_bytes(M, H):
 # ---------------------------------------------------------------- shapes
 
 def load_shapes(group):
-    """group: 'benchmark', 'hidden_like', 'cpu_small', or 'MxH'. Returns [(label, M, H)]."""
-    if "x" in group and group.replace("x", "").isdigit():
-        M, H = (int(v) for v in group.split("x"))
-        return [(group, M, H)]
+    """group: 'benchmark', 'hidden_like', 'cpu_small', 'MxH', or a benchmark label 'ExTxH' (M = E*T).
+    Returns [(label, M, H)]."""
+    parts = group.split("x")
+    if len(parts) in (2, 3) and all(p.isdigit() for p in parts):
+        *m_factors, H = (int(p) for p in parts)
+        return [(group, m_factors[0] * (m_factors[1] if len(m_factors) == 2 else 1), H)]
     spec = json.loads((ROOT / "shapes.json").read_text())
     if group not in spec or group.startswith("_"):
         names = [k for k in spec if not k.startswith("_")]
-        raise ValueError(f"unknown shape group {group!r}; expected one of {names} or MxH like 1024x2560")
+        raise ValueError(f"unknown shape group {group!r}; expected one of {names}, MxH like 1024x2560 "
+                         f"or ExTxH like 8x128x2560")
     shapes = []
     for s in spec[group]:
         if "num_experts" in s:

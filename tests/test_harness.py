@@ -90,6 +90,13 @@ def test_min_bytes_is_the_documented_9_09375_per_element():
     assert harness.min_bytes(8192, 4096) == int(9.09375 * 8192 * 4096)
 
 
+def test_benchmark_labels_name_their_shape():
+    assert harness.load_shapes("8x128x2560") == [("8x128x2560", 1024, 2560)]
+    assert harness.load_shapes("1024x2560") == [("1024x2560", 1024, 2560)]
+    with pytest.raises(ValueError, match="ExTxH"):
+        harness.load_shapes("8x128x2560x4")
+
+
 def test_shape_groups_and_explicit_shapes():
     bench = harness.load_shapes("benchmark")
     assert len(bench) == 12 and ("32x256x4096", 8192, 4096) in bench

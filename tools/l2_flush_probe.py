@@ -6,7 +6,7 @@ in its own data. This times the solution, and a device-to-device copy of its min
 two kinds of clearing: "dirty" (write a 256 MB buffer, as do_bench does) and "clean" (then read
 another 256 MB buffer, which evicts the dirty lines before the timed call starts).
 
-Usage: python tools/l2_flush_probe.py [--solution PATH] [--shapes GROUP|MxH ...] [--json PATH]
+Usage: python tools/l2_flush_probe.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--json PATH]
 """
 import argparse
 import json

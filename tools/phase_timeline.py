@@ -3,7 +3,7 @@
 The copy is made by text edits of solution.py (each must apply, or this stops and says which);
 thread 0 of every program stores the time at its start, after each 32-token slice and after the y
 phase, and its SM id. Each call starts after a dirty-L2 clear, as under do_bench.
-Usage: python tools/phase_timeline.py [--shapes GROUP|MxH ...] [--calls N]   (GPU only)
+Usage: python tools/phase_timeline.py [--shapes GROUP|MxH|ExTxH ...] [--calls N]   (GPU only)
 """
 import argparse
 import importlib.util
