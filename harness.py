@@ -167,6 +167,14 @@ def differing_bytes(actual, expected):
     return int((a != e).sum())
 
 
+def quantize_like_reference(values, absmax):
+    """The reference quantizer's arithmetic (reference._quantize_groups) for values whose group absmax is
+    given and broadcasts against them: tools/exhaustive_exactness.py feeds it (value, absmax) pairs.
+    tests/test_harness.py shows it equal to the reference's own function."""
+    scales = torch.clamp(absmax / 127.0, min=1e-10)
+    return torch.clamp(values / scales, -127.0, 127.0).to(torch.int8), scales
+
+
 def dequantize(q, scales):
     return q.float() * scales.repeat_interleave(GROUP_SIZE, dim=1)
 

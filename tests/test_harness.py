@@ -1,4 +1,6 @@
 """The shared comparison and byte-count helpers that check.py and bench.py rely on."""
+import sys
+
 import pytest
 import torch
 
@@ -113,3 +115,19 @@ def test_phase_timeline_edits_still_apply_to_the_solution():
     source = tool.instrumented_source((harness.ROOT / "solution.py").read_text())
     assert source.count("_stamp(dbg, ") == 4 and "STAMPS" in source  # the helper and three stamps
     compile(source, "solution_timed.py", "exec")
+
+
+def test_quantize_like_reference_is_the_references_quantizer():
+    reference = harness.load_solution(harness.ROOT / "reference.py", name="reference_for_quantizer_test")
+    quantize_groups = sys.modules["reference_for_quantizer_test"]._quantize_groups
+    gen = torch.Generator().manual_seed(11)
+    values = torch.randn(64, 4 * harness.GROUP_SIZE, generator=gen) * torch.rand(64, 1, generator=gen) * 100
+    values = values.to(torch.bfloat16).float()
+    values[0, 5], values[1, 7], values[2, 9], values[3] = float("nan"), float("inf"), float("-inf"), 0.0
+    expected_q, expected_s = quantize_groups(values, harness.GROUP_SIZE)
+    grouped = values.view(64, 4, harness.GROUP_SIZE)
+    q, s = harness.quantize_like_reference(grouped, grouped.abs().amax(dim=2, keepdim=True))
+    assert reference is not None
+    assert torch.equal(q.view(64, -1), expected_q)
+    assert torch.equal(s[..., 0].isnan(), expected_s.isnan())
+    assert torch.equal(s[..., 0].nan_to_num(nan=1.0), expected_s.nan_to_num(nan=1.0))

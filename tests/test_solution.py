@@ -1,6 +1,7 @@
 """The real solution kernels against the reference, under the interpreter, and every bad-input error."""
 import pytest
 import torch
+import triton.language as tl
 
 import harness
 import solution
@@ -51,7 +52,9 @@ BAD_INPUTS = {
     "scale shape": (lambda a: ([*a[:3], torch.empty(128, 3), *a[4:]], {}), "grad_input_s must have shape (128, 2)"),
     "y_q_t shape": (lambda a: ([*a[:4], a[4].T.contiguous()[:, :64], a[5]], {}), "y_q_t must have shape (128, 128)"),
     "y_s_t dtype": (lambda a: ([*a[:5], a[5].double()], {}), "y_s_t must be torch.float32"),
-    "non-contiguous": (lambda a: ([*a[:4], a[4].T, a[5]], {}), "y_q_t must be contiguous"),
+    "column-strided": (lambda a: ([*a[:4], a[4].T, a[5]], {}), "y_q_t must have unit column stride"),
+    "overlapping rows": (lambda a: ([*a[:2], a[2].as_strided(a[2].shape, (64, 1)), *a[3:]], {}),
+                         "grad_input_q must have a row stride of at least its 256 columns"),
     "device": (lambda a: ([*a[:5], a[5].to("meta")], {}), "one device"),
 }
 
@@ -72,9 +75,118 @@ def test_h_not_multiple_of_128_is_rejected():
 
 
 def test_launch_settings_pick_sixteen_warps_only_when_they_need_no_more_rounds():
-    eight, sixteen = (solution._launch_settings(2048, 4096, None),
-                      solution._launch_settings(2048, 4096, 132))
-    assert eight["num_warps"] == 8 and sixteen["num_warps"] == 16  # 512 tiles: 2 rounds either way
-    assert solution._launch_settings(4096, 2560, 132)["num_warps"] == 8  # 640 tiles: 2 rounds vs 3
-    assert solution._launch_settings(1024, 4096, 132)["num_warps"] == 8  # 256 tiles: one round of three
-    assert solution._launch_settings(8192, 4096, 132)["num_warps"] == 8  # 2048 tiles: 6 rounds vs 8
+    def warps(M, H, sm_count):
+        return solution.launch_settings("nvidia", M, H, sm_count).num_warps
+    assert warps(2048, 4096, None) == 8 and warps(2048, 4096, 132) == 16  # 512 tiles: 2 rounds either way
+    assert warps(4096, 2560, 132) == 8  # 640 tiles: 2 rounds vs 3
+    assert warps(1024, 4096, 132) == 8  # 256 tiles: one round of three
+    assert warps(8192, 4096, 132) == 8  # 2048 tiles: 6 rounds vs 8
+
+
+def test_other_routes_use_256_threads_and_no_register_cap():
+    for route, warp_size in (("amd", 64), ("generic", 32), ("generic", 64)):
+        settings = solution.launch_settings(route, 2048, 4096, 132, warp_size)
+        assert settings.num_warps * warp_size == 256 and settings.maxnreg is None
+    with pytest.raises(ValueError, match="unknown route 'ascend'"):
+        solution.launch_settings("ascend", 128, 128)
+
+
+def test_routes_by_target():
+    assert solution.route_for_target("cuda", 90, 32, "NVIDIA H100 80GB HBM3") == "nvidia"
+    assert solution.route_for_target("cuda", 80, 32) == "nvidia"
+    assert solution.route_for_target("cuda", 80, 64, "Iluvatar BI-V150") == "generic"  # a CUDA-like fork
+    assert solution.route_for_target("hip", "gfx942", 64) == "amd"
+    assert solution.route_for_target("musa", 31, 32) == "generic"
+    assert solution.route_for_target("npu", "Ascend910B", 32) == "generic"
+
+
+def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
+    for route in solution.ROUTES:
+        table, main = solution.launch_plan(route, 1024, 2560, arch=90, sm_count=132)
+        assert ("maxnreg" in main.options) is (route == "nvidia")
+        assert main.options["enable_fp_fusion"] is False and table.options["enable_fp_fusion"] is False
+        # Under the interpreter no route runs PTX; the arch gates it on the GPU (see test_compiled_kernel).
+        assert main.constexprs["CUDA_ARCH"] == 0
+        assert main.constexprs["SIGMOID_TABLE"] is hasattr(tl, "gather")
+        assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
+
+
+@pytest.mark.parametrize("route", ["nvidia", "amd", "generic"])
+@pytest.mark.parametrize("family", ["randn", "large", "heavy"])
+def test_every_route_matches_the_reference_under_the_interpreter(route, family, monkeypatch):
+    monkeypatch.setenv("SILU_DOT_ROUTE", route)
+    M, H = 256, 256
+    x, gy = harness.make_inputs(M, H, seed=4, family=family)
+    ref = harness.run_reference(x, gy)
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert solution.route_for("cpu") == route
+    result = harness.compare(out, ref)
+    assert result["passed"], result["checks"]
+
+
+def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
+    monkeypatch.setattr(solution, "_HAS_GATHER", False)
+    monkeypatch.setenv("SILU_DOT_ROUTE", "generic")
+    x, gy = harness.make_inputs(128, 256, seed=7, family="large")
+    ref = harness.run_reference(x, gy)
+    out = harness.new_outputs(128, 256)
+    solution.launch(x, gy, *out)
+    assert solution.launch_plan("generic", 128, 256)[1].constexprs["SIGMOID_TABLE"] is False
+    assert harness.compare(out, ref)["passed"]
+
+
+def test_a_forced_route_must_be_known(monkeypatch):
+    monkeypatch.setenv("SILU_DOT_ROUTE", "cuda")
+    with pytest.raises(ValueError, match="SILU_DOT_ROUTE must be one of"):
+        solution.silu_dot_fwd_bwd_quant_fuse(*_valid())
+
+
+def _sprinkle_non_finite(x, gy):
+    """NaN, +inf and -inf in gates, ups and grad_y, an inf gate, inf * 0, and a group whose absmax is inf."""
+    H = gy.shape[1]
+    x[0, 3] = float("nan")              # NaN gate: its row's groups and its y group are NaN
+    x[5, H + 7] = float("nan")          # NaN up
+    gy[9, 130] = float("nan")           # NaN grad_y
+    x[12, 20], x[13, 21] = float("inf"), float("-inf")  # sigmoid saturates; -inf * 0 = NaN in silu
+    x[40, H + 40] = float("inf")        # inf up: y is inf, d_up group absmax inf
+    gy[40, 40] = 0.0                    # and gy * up = 0 * inf there
+    gy[70, 200] = float("-inf")         # a grad group whose absmax is inf: v / inf and inf / inf
+    return x, gy
+
+
+@pytest.mark.parametrize("route", ["nvidia", "generic"])
+def test_non_finite_inputs_propagate_as_in_the_reference(route, monkeypatch):
+    # The CPU reference divides absmax by 127 where the GPU's multiplies by 1/127, so a group's
+    # largest int8 may differ by one here; groups with a non-finite absmax must match exactly.
+    monkeypatch.setenv("SILU_DOT_ROUTE", route)
+    M, H = 128, 256
+    x, gy = _sprinkle_non_finite(*harness.make_inputs(M, H, seed=5))
+    ref = harness.run_reference(x, gy)
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    for name, q, s, ref_q, ref_s in (("grad_input", out[0], out[1], ref[0], ref[1]),
+                                     ("y", out[2], out[3], ref[2], ref[3])):
+        assert torch.equal(torch.isnan(s), torch.isnan(ref_s)), name
+        assert torch.equal(torch.isinf(s), torch.isinf(ref_s)), name
+        assert torch.isnan(ref_s).any(), name  # the fixture reaches both outputs
+        non_finite = ~torch.isfinite(ref_s).repeat_interleave(harness.GROUP_SIZE, dim=1)
+        assert torch.equal(q[non_finite], ref_q[non_finite]), name
+        assert (q.int() - ref_q.int()).abs().max() <= 1, name
+    assert torch.isinf(ref[1]).any()  # a group with an inf absmax
+
+
+def test_row_strided_views_give_the_same_bytes_and_leave_the_padding_alone():
+    M, H, pad = 256, 128, 48
+    x, gy = harness.make_inputs(M, H, seed=6)
+    ref = harness.new_outputs(M, H)  # the bytes of a call on contiguous tensors
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *ref)
+    x_buf = torch.full((M, 2 * H + pad), 3.0, dtype=torch.bfloat16)
+    gy_buf = torch.full((M, H + pad), 3.0, dtype=torch.bfloat16)
+    x_buf[:, :2 * H], gy_buf[:, :H] = x, gy
+    bufs = [torch.full((t.shape[0], t.shape[1] + pad), 5, dtype=t.dtype) for t in harness.new_outputs(M, H)]
+    views = [b[:, :t.shape[1]] for b, t in zip(bufs, ref)]
+    solution.silu_dot_fwd_bwd_quant_fuse(x_buf[:, :2 * H], gy_buf[:, :H], *views)
+    for view, expected, buf in zip(views, ref, bufs):
+        assert harness.differing_bytes(view, expected) == 0
+        assert (buf[:, expected.shape[1]:] == 5).all()

@@ -1,15 +1,20 @@
 """GPU proof that the solution's arithmetic matches PyTorch's bit for bit, over whole input domains.
 
-1. Scale and quantizer: every finite bf16 absmax (with 0) x every finite bf16 value v with
-   |v| <= absmax (a group's values never exceed its absmax), through the solution's own
-   _group_scale and _quantize, against the reference's torch ops (clamp(absmax / 127.0,
-   min=1e-10); clamp(v / s, +-127).to(int8)). Pairs with |v| > absmax, which no input can
-   produce and where the clamp-free quantizer differs by design, are counted apart.
-2. Sigmoid: every bf16 gate but NaN through the solution's _sigmoid (which fills its table) and
-   through its table lookup (_sigmoid_table_kernel + _sigmoid_lookup, clamping included), against
+Each check runs once per route variant: the int8 conversion with the nvidia route's PTX (CUDA_ARCH
+= this GPU's) and with its tl twin (CUDA_ARCH = 0, the amd and generic routes), the sigmoid table
+gathered through shared memory and read from global memory.
+
+1. Scale and quantizer: every bf16 absmax (0, every positive finite value, inf and NaN) x every
+   bf16 value v with |v| <= absmax (a group's values never exceed its absmax; with a NaN or inf
+   absmax, every value), through the solution's group_absmax, group_scale and quantize, against
+   harness.quantize_like_reference (which tests/test_harness.py shows equal to reference.py's
+   quantizer). Pairs with |v| > absmax, which no input can produce and where the clamp-free
+   quantizer differs by design, are counted apart.
+2. Sigmoid: every bf16 gate but NaN through the solution's sigmoid (which fills its table) and
+   through its table lookup (_sigmoid_table_kernel + sigmoid_lookup, clamping included), against
    torch.sigmoid.
 3. Elementwise forward/backward: every bf16 gate, NaN and inf included, x K random (up, grad_y)
-   pairs through the table lookup and _silu_dot_fwd_bwd against the reference's op sequence, all
+   pairs through the table lookup and silu_dot_fwd_bwd against the reference's op sequence, all
    three bf16 results (NaN where the reference has NaN).
 
 Prints the count of differences for each; all must be 0. Usage: python tools/exhaustive_exactness.py [--json PATH]
@@ -26,45 +31,47 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import solution  # noqa: E402
-from harness import environment  # noqa: E402
+from harness import environment, quantize_like_reference  # noqa: E402
 
-_quantize = solution._quantize
-_group_scale = solution._group_scale
-_sigmoid = solution._sigmoid
-_sigmoid_lookup = solution._sigmoid_lookup
-_silu_dot_fwd_bwd = solution._silu_dot_fwd_bwd
-LUT_LO = tl.constexpr(solution._LUT_LO)
-LUT_N = tl.constexpr(solution._LUT_N)
+# The table's constants, as the solution launches its table kernel (solution.launch_plan).
+TABLE_LAUNCH = solution.launch_plan("nvidia", 128, 128)[0]
+LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
+LUT_N = solution.launch_plan("nvidia", 128, 128)[1].constexprs["LUT_N"]
 
 
 @triton.jit
-def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr):
+def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """Row r: the group scale of absmax[r] (taken through group_absmax of [absmax, -absmax]) and every
+    value quantized with it."""
     row = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < N_V
-    scale = _group_scale(tl.load(amax_ptr + row))
+    amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
+    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
-    q = _quantize(v, scale, tl.math.div_rn(1.0, scale), False)
-    tl.store(q_ptr + row * N_V + cols, q, mask=mask)
-    tl.store(s_ptr + row, scale)
+    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], False, CUDA_ARCH)
+    tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
+    tl.store(s_ptr + row + tl.arange(0, 1), scale)
 
 
 @triton.jit
-def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexpr):
+def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexpr, LUT_LO: tl.constexpr,
+                    LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(direct_ptr + offs, _sigmoid(g, False))
-    tl.store(lookup_ptr + offs, _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False))
+    tl.store(direct_ptr + offs, solution.sigmoid(g, False))
+    tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE))
 
 
 @triton.jit
-def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, BLOCK: tl.constexpr):
+def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, BLOCK: tl.constexpr,
+                        LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
-    sig = _sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False)
-    y, d_gate, d_up = _silu_dot_fwd_bwd(g, u, gy, sig, False)
+    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE)
+    y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, False)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
     tl.store(du_ptr + offs, d_up)
@@ -82,16 +89,15 @@ def all_finite_bf16(device):
 
 
 def sigmoid_table():
-    table = torch.empty(2 * LUT_N.value, dtype=torch.float32, device="cuda")
-    solution._sigmoid_table_kernel[(2 * LUT_N.value // 1024,)](table, LUT_LO=LUT_LO.value, BLOCK=1024,
-                                                                INTERPRET=False, enable_fp_fusion=False)
+    table = torch.empty(2 * LUT_N, dtype=torch.float32, device="cuda")
+    TABLE_LAUNCH.kernel[TABLE_LAUNCH.grid](table, **TABLE_LAUNCH.constexprs, **TABLE_LAUNCH.options)
     return table
 
 
-def check_quantizer(chunk=512):
-    values = all_finite_bf16("cuda")
-    v = values.float().contiguous()
-    amax = v[v >= 0].unique().contiguous()                  # 0 and every positive finite bf16
+def check_quantizer(cuda_arch, chunk=512):
+    values = all_bf16("cuda").float()
+    v = values[~torch.isnan(values)].contiguous()           # every bf16 value, +-inf included
+    amax = torch.cat([v[v >= 0].unique(), torch.tensor([float("nan")], device="cuda")]).contiguous()
     n_v = v.numel()
     q_diff = s_diff = q_diff_outside = pairs = 0
     q_out = torch.empty(chunk, n_v, dtype=torch.int8, device="cuda")
@@ -101,11 +107,13 @@ def check_quantizer(chunk=512):
         a = amax[start:start + chunk]
         rows = a.numel()
         _quant_pairs_kernel[(rows, triton.cdiv(n_v, block))](
-            a, v, q_out, s_out, n_v, BLOCK=block, enable_fp_fusion=False)
-        s_ref = torch.clamp(a / 127.0, min=1e-10)
-        q_ref = torch.clamp(v[None, :] / s_ref[:, None], -127.0, 127.0).to(torch.int8)
-        s_diff += int((s_out[:rows].view(torch.int32) != s_ref.view(torch.int32)).sum())
-        in_group = v.abs()[None, :] <= a[:, None]
+            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, enable_fp_fusion=False)
+        q_ref, s_ref = quantize_like_reference(v[None, :], a[:, None])
+        s_ref = s_ref[:, 0]
+        same_scale = (s_out[:rows].view(torch.int32) == s_ref.view(torch.int32)) | (
+            torch.isnan(s_out[:rows]) & torch.isnan(s_ref))
+        s_diff += int((~same_scale).sum())
+        in_group = (v.abs()[None, :] <= a[:, None]) | ~torch.isfinite(a)[:, None]
         differ = q_out[:rows] != q_ref
         q_diff += int((differ & in_group).sum())
         q_diff_outside += int((differ & ~in_group).sum())
@@ -114,12 +122,13 @@ def check_quantizer(chunk=512):
             "scale_diffs": s_diff, "int8_diffs": q_diff, "int8_diffs_value_above_absmax": q_diff_outside}
 
 
-def check_sigmoid():
+def check_sigmoid(sigmoid_table):
     g = all_bf16("cuda").float().contiguous()
     table = sigmoid_table()
     result = {"gates_not_nan": int((~torch.isnan(g)).sum())}
     direct, lookup = torch.empty_like(g), torch.empty_like(g)
-    _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, enable_fp_fusion=False)
+    _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
+                                          SIGMOID_TABLE=sigmoid_table, enable_fp_fusion=False)
     ref = torch.sigmoid(g)
     counted = ~torch.isnan(g)
     result["direct_diffs"] = int(((direct.view(torch.int32) != ref.view(torch.int32)) & counted).sum())
@@ -128,7 +137,7 @@ def check_sigmoid():
     return result
 
 
-def check_elementwise(pairs_per_gate, seed=0):
+def check_elementwise(pairs_per_gate, sigmoid_table, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     gates = all_bf16("cuda")
     table = sigmoid_table()
@@ -140,7 +149,8 @@ def check_elementwise(pairs_per_gate, seed=0):
         u = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(3)]
-        _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, enable_fp_fusion=False)
+        _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
+                                          SIGMOID_TABLE=sigmoid_table, enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
         silu = gate * sigmoid
@@ -167,17 +177,26 @@ def main():
         print("exhaustive_exactness needs a GPU: it proves the compiled GPU arithmetic")
         return 2
     result = {"environment": environment("cuda")}
+    major, minor = torch.cuda.get_device_capability()
     t0 = time.time()
-    result["quantizer"] = (check_quantizer() if not args.skip_quantizer
-                           else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
-    print("scale and quantizer:", result["quantizer"], flush=True)
-    result["sigmoid"] = check_sigmoid()
-    print("sigmoid over every bf16 gate but NaN (direct, table lookup):", result["sigmoid"], flush=True)
-    result["elementwise"] = check_elementwise(args.pairs_per_gate)
-    print("y, d_gate, d_up over every bf16 gate x random (up, grad_y), through the table:", result["elementwise"], flush=True)
+    total = 0
+    for cuda_arch in (10 * major + minor, 0):
+        name = f"quantizer_cuda_arch_{cuda_arch}"
+        result[name] = (check_quantizer(cuda_arch) if not args.skip_quantizer
+                        else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
+        print(f"scale and quantizer, CUDA_ARCH={cuda_arch} ({'PTX' if cuda_arch else 'tl twin'}):", result[name],
+              flush=True)
+        total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
+    for sigmoid_table in (True, False):
+        where = "table" if sigmoid_table else "computed"
+        result[f"sigmoid_{where}"] = check_sigmoid(sigmoid_table)
+        print(f"sigmoid over every bf16 gate but NaN (direct, through sigmoid_lookup {where}):",
+              result[f"sigmoid_{where}"], flush=True)
+        result[f"elementwise_{where}"] = check_elementwise(args.pairs_per_gate, sigmoid_table)
+        print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}:",
+              result[f"elementwise_{where}"], flush=True)
+        total += result[f"sigmoid_{where}"]["diffs"] + sum(result[f"elementwise_{where}"]["diffs"].values())
     result["seconds"] = round(time.time() - t0, 1)
-    total = (result["quantizer"]["scale_diffs"] + result["quantizer"]["int8_diffs"] + result["sigmoid"]["diffs"]
-             + sum(result["elementwise"]["diffs"].values()))
     result["total_diffs"] = total
     print(f"differences: {total}  ({result['seconds']} s)")
     if args.json:

@@ -21,21 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import solution  # noqa: E402
 
 
-def compile_kernel(settings):
-    fn = solution._silu_dot_quant_kernel
-    signature = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
-                 "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "table_ptr": "*fp32", "scratch_ptr": "*bf16",
-                 "M": "i32", "H": "i32"}
-    options = {"num_warps": settings["num_warps"], "num_stages": 1, "enable_fp_fusion": False}
-    if settings.get("maxnreg"):
-        options["maxnreg"] = settings["maxnreg"]
-    constexprs = {"GROUP": 128, "LUT_LO": solution._LUT_LO, "LUT_N": solution._LUT_N,
-                  **{k.upper(): v for k, v in settings.items() if k not in ("num_warps", "maxnreg")},
-                  "INTERPRET": False}
-    signature.update({k: "constexpr" for k in constexprs})
-    attrs = {(i,): [["tt.divisibility", 16]] for i in range(10)}
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096):
+    """The route's main kernel as solution.launch_plan describes it, compiled for cuda `arch` with every
+    pointer 16-byte aligned and every specialized integer divisible by 16 (contiguous inputs)."""
+    launch = solution.launch_plan(route, M, H, arch=arch, sm_count=132, settings=settings)[-1]
+    names = list(launch.kernel.arg_names)
+    specialized = [i for i, n in enumerate(names) if n in launch.signature and n not in launch.kernel.do_not_specialize]
+    attrs = {(i,): [["tt.divisibility", 16]] for i in specialized}
+    signature = {**launch.signature, **{k: "constexpr" for k in launch.constexprs}}
+    src = ASTSource(fn=launch.kernel, signature=signature, constexprs=launch.constexprs, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=launch.options)
 
 
 def resources(kernel):
@@ -55,11 +50,12 @@ def resources(kernel):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--settings", help="JSON launch settings (default: solution._launch_settings)")
+    p.add_argument("--settings", help="JSON LaunchSettings fields (default: the nvidia route's for 8192x4096)")
     p.add_argument("--dump")
     a = p.parse_args()
-    settings = json.loads(a.settings) if a.settings else solution._launch_settings(8192, 4096)
+    settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
     k = compile_kernel(settings)
+    settings = settings or solution.launch_settings("nvidia", 8192, 4096, 132)
     regs, stack, shared, sass = resources(k)
     if a.dump:
         Path(a.dump).write_text(sass)
@@ -69,7 +65,7 @@ def main():
         if m:
             ops[m.group(1)] += 1
     total = sum(ops.values())
-    print(f"{json.dumps(settings)}: regs={regs} stack={stack} "
+    print(f"{json.dumps(settings._asdict())}: regs={regs} stack={stack} "
           f"shared={shared} static SASS={total} (loop bodies counted once)")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}")
