@@ -9,6 +9,9 @@ import triton.language as tl
 
 import solution
 
+TABLE, MAIN = solution.launch_plan("nvidia", 128, 128)  # the sigmoid table's kernel, as the solution launches it
+LUT_N = MAIN.constexprs["LUT_N"]
+
 
 @triton.jit
 def _round_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
@@ -32,7 +35,7 @@ def _quantize_kernel(v_ptr, s_ptr, q_ptr, N, BLOCK: tl.constexpr):
     mask = offs < N
     v = tl.load(v_ptr + offs, mask=mask, other=0.0)
     s = tl.load(s_ptr + offs, mask=mask, other=1.0)
-    tl.store(q_ptr + offs, solution._quantize(v, s, tl.math.div_rn(1.0, s), True), mask=mask)
+    tl.store(q_ptr + offs, solution.quantize(v, s, tl.math.div_rn(1.0, s), True, 0), mask=mask)
 
 
 def _run(kernel, *tensors, block=1024):
@@ -87,7 +90,7 @@ def test_interpreter_quantizer_equals_torch_division_and_truncation():
 def _sigmoid_kernel(g_ptr, out_ptr, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
-    tl.store(out_ptr + offs, solution._sigmoid(tl.load(g_ptr + offs, mask=mask), True), mask=mask)
+    tl.store(out_ptr + offs, solution.sigmoid(tl.load(g_ptr + offs, mask=mask), True), mask=mask)
 
 
 def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
@@ -108,7 +111,7 @@ def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
 def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(out_ptr + offs, solution._sigmoid_lookup(g, table_ptr, solution._LUT_LO, solution._LUT_N, BLOCK, True))
+    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True, True))
 
 
 def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
@@ -117,9 +120,8 @@ def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
     # for all 65,536 bf16 bit patterns, +-0, subnormals and +-inf included (NaN gates excepted:
     # they make every output NaN through the gate itself).
     gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
-    table = torch.empty(2 * solution._LUT_N, dtype=torch.float32)
-    solution._sigmoid_table_kernel[(2 * solution._LUT_N // 1024,)](
-        table, LUT_LO=solution._LUT_LO, BLOCK=1024, INTERPRET=True)
+    table = torch.empty(2 * LUT_N, dtype=torch.float32)
+    TABLE.kernel[TABLE.grid](table, **TABLE.constexprs, **TABLE.options)
     direct, looked_up = torch.empty_like(gates), torch.empty_like(gates)
     _run(_sigmoid_kernel, gates, direct)
     _lookup_kernel[(gates.numel() // 4096,)](gates, table, looked_up, BLOCK=4096)

@@ -30,12 +30,13 @@ def _discard_from_l2('''
 EDITS = [
     ("@triton.jit\ndef _discard_from_l2(", STAMP),
     ("table_ptr, scratch_ptr,\n    M, H,", "table_ptr, scratch_ptr, dbg_ptr,\n    M, H,"),
+    ('"table_ptr": "*fp32", "scratch_ptr": "*bf16",', '"table_ptr": "*fp32", "scratch_ptr": "*bf16", "dbg_ptr": "*i64",'),
     ("    cols = pid_h * GROUP + local\n",
      "    cols = pid_h * GROUP + local\n    dbg = dbg_ptr + (pid_m * (H // GROUP) + pid_h) * 8\n    _stamp(dbg, 0, pid_h)\n"),
     ('                 y, eviction_policy="evict_last")\n',
      '                 y, eviction_policy="evict_last")\n        _stamp(dbg, 1 + c, pid_h)\n'),
-    ("        _discard_from_l2(slot, GROUP * GROUP * 2 // 128)\n",
-     "        _discard_from_l2(slot, GROUP * GROUP * 2 // 128)\n    _stamp(dbg, 5, pid_h)\n"
+    ("        _discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)\n",
+     "        _discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)\n    _stamp(dbg, 5, pid_h)\n"
      "    tl.store(dbg + 6, tl.inline_asm_elementwise(\"mov.u32 $0, %smid;\", \"=r,r\", [pid_h], dtype=tl.int32,\n"
      "                                                is_pure=False, pack=1).to(tl.int64))\n"),
     ("    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)\n",
@@ -84,8 +85,8 @@ def main():
         t = (stamps[:, :6] - stamps[:, 0].min()).double() / 1e3  # µs from the first program's start
         phases = [t[:, k + 1] - t[:, k] for k in range(5)]
         per_sm = int(torch.bincount(stamps[:, 6]).max())
-        settings = timed._launch_settings(M, H, timed._device(x).sm_count)
-        print(f"{label} ({M}x{H}, {stamps.shape[0]} programs, {settings['num_warps']} warps, up to {per_sm} per SM "
+        settings = timed.launch(x, gy, *outs).metadata
+        print(f"{label} ({M}x{H}, {stamps.shape[0]} programs, {settings.num_warps} warps, up to {per_sm} per SM "
               f"over the call): kernel span {float(t[:, 5].max()):.1f} us (median of {args.calls} calls)")
         print("  phase medians, us: " + ", ".join(
             f"{name} {float(p.median()):.2f}" for name, p in zip(("slice 0", "slice 1", "slice 2", "slice 3", "y"), phases))

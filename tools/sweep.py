@@ -1,6 +1,6 @@
 """Design sweep on the GPU: launch variants of a solution's kernel on the benchmark shapes.
 
-For each variant (keyword arguments of the solution's _launch): 0 differing bytes against the
+For each variant (solution.LaunchSettings fields, launched through solution.launch): 0 differing bytes against the
 reference (one randn seed per shape), registers and spills, and the cold-L2 median time.
 Usage: python tools/sweep.py [--solution PATH] [--variants JSON] [--json PATH]
 """
@@ -24,12 +24,14 @@ def load_module(path):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--variants", help="JSON list of _launch keyword sets (default: its _launch_settings)")
+    parser.add_argument("--variants", help="JSON list of LaunchSettings field sets (default: the route's own for 8192x4096)")
     parser.add_argument("--shapes", nargs="*", default=["benchmark"])
     parser.add_argument("--json")
     args = parser.parse_args()
     solution = load_module(args.solution)
-    variants = json.loads(args.variants) if args.variants else [solution._launch_settings(8192, 4096)]
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = ([solution.LaunchSettings(**v) for v in json.loads(args.variants)] if args.variants
+                else [solution.launch_settings("nvidia", 8192, 4096, sm_count)])
     shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
     reference = harness.reference_fn()
     rows = []
@@ -45,17 +47,16 @@ def main():
         times, bad_bytes, info = [], 0, {}
         for label, (M, H, x, gy, ref) in cases.items():
             outs = harness.new_outputs(M, H, "cuda")
-            device = solution._device(x)
-            k = solution._launch(x, gy, *outs, M, H, device, **variant)
+            k = solution.launch(x, gy, *outs, settings=variant)
             info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
                     "shared": k.metadata.shared}
             torch.cuda.synchronize()
             bad_bytes += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
-            us = do_bench(lambda: solution._launch(x, gy, *outs, M, H, device, **variant))
+            us = do_bench(lambda: solution.launch(x, gy, *outs, settings=variant))
             times.append((label, M, H, us))
         speedups = [ref_us[l] / us for l, _, _, us in times]
         big = [harness.min_bytes(M, H) / (us * 1e-6) / 1e9 for l, M, H, us in times if M * H >= 16 * 2**20]
-        row = {"variant": variant, **info, "bad_bytes": bad_bytes,
+        row = {"variant": variant._asdict(), **info, "bad_bytes": bad_bytes,
                "mean_speedup": sum(speedups) / len(speedups),
                "big_gbps": big, "us": {l: round(us, 2) for l, _, _, us in times}}
         rows.append(row)
