@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import solution  # noqa: E402
 from harness import environment, quantize_like_reference  # noqa: E402
 
-# The table's constants, as the solution launches its table kernel (solution.launch_plan).
-TABLE_LAUNCH = solution.launch_plan("nvidia", 128, 128)[0]
+# The table's kernel and constants, as the solution launches them (solution.launch_plan).
+TABLE_LAUNCH, MAIN_LAUNCH = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)
 LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
-LUT_N = solution.launch_plan("nvidia", 128, 128)[1].constexprs["LUT_N"]
+LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 
 
 @triton.jit
