@@ -408,35 +408,37 @@ def _expected_layout(M, H):
             "y_s_t": ((H, M // GROUP_SIZE), torch.float32)}
 
 
-def _layout_problem(name, t, shape, dtype, device):
-    """Why tensor t cannot be argument `name`, or None. Rows may have any stride that keeps them apart;
-    elements within a row must be adjacent, and the last element's offset must fit int32."""
-    if tuple(t.shape) != shape:
-        return f"{name} must have shape {shape}, got {tuple(t.shape)}"
+def _row_stride(name, t, shape, dtype, device):
+    """t's row stride, once t is checked as argument `name`: a ValueError says what was wrong otherwise.
+    Rows may have any stride that keeps them apart; elements within a row must be adjacent, and the
+    last element's offset must fit int32."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.shape != shape:
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
     if t.dtype != dtype:
-        return f"{name} must be {dtype}, got {t.dtype}"
+        raise ValueError(f"{name} must be {dtype}, got {t.dtype}")
     if t.device != device:
-        return f"all tensors must be on one device: x is on {device}, {name} on {t.device}"
+        raise ValueError(f"all tensors must be on one device: x is on {device}, {name} on {t.device}")
     rows, cols = shape
-    if t.stride(1) != 1 and cols > 1:
-        return f"{name} must have unit column stride (rows may be strided), got strides {t.stride()}"
-    if t.stride(0) < cols:
-        return f"{name} must have a row stride of at least its {cols} columns, got strides {t.stride()}"
-    if (rows - 1) * t.stride(0) + cols > 2**31:
-        return f"{name} spans more than 2**31 elements; this kernel indexes with int32"
-    return None
+    row_stride, col_stride = t.stride()
+    if col_stride != 1 and cols > 1:
+        raise ValueError(f"{name} must have unit column stride (rows may be strided), got strides {t.stride()}")
+    if row_stride < cols:
+        raise ValueError(f"{name} must have a row stride of at least its {cols} columns, got strides {t.stride()}")
+    if (rows - 1) * row_stride + cols > 2**31:
+        raise ValueError(f"{name} spans more than 2**31 elements; this kernel indexes with int32")
+    return row_stride
 
 
 def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size):
-    """(M, H) for valid arguments; a ValueError that says what was wrong and what was expected otherwise."""
+    """(M, H, the six row strides) for valid arguments; a ValueError that says what was wrong otherwise."""
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
-    tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
-    for name, t in zip(_NAMES, tensors):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        _row_stride("x", x, None, None, None)
     M, two_h = x.shape
     H = two_h // 2
     if two_h % 2:
@@ -444,11 +446,10 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
-    for name, t, (shape, dtype) in zip(_NAMES, tensors, _expected_layout(M, H).values()):
-        problem = _layout_problem(name, t, shape, dtype, x.device)
-        if problem:
-            raise ValueError(problem + f" (x has shape {tuple(x.shape)})")
-    return M, H
+    device = x.device
+    strides = tuple(_row_stride(name, t, shape, dtype, device) for name, t, (shape, dtype) in zip(
+        _NAMES, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t), _expected_layout(M, H).values()))
+    return M, H, strides
 
 
 # ---------------------------------------------------------------- devices and the launcher
@@ -494,10 +495,10 @@ _devices = {}
 
 
 def _device(x):
-    key = (x.device.type, x.get_device(), os.environ.get("SILU_DOT_ROUTE"))
+    key = (x.device, os.environ.get("SILU_DOT_ROUTE"))
     device = _devices.get(key)
     if device is None:
-        device = _devices[key] = _Device(x, key[2])
+        device = _devices[key] = _Device(x, key[1])
     return device
 
 
@@ -515,13 +516,11 @@ _compiled = {}
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's main kernel for them; returns the compiled kernel.
     settings (LaunchSettings) overrides the route's own, for design sweeps."""
-    M, H = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
+    M, H, strides = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     device = _device(x)
     settings = settings or launch_settings(device.route, M, H, device.sm_count, device.warp_size)
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
-    strides = (x.stride(0), grad_y.stride(0), grad_input_q.stride(0), grad_input_s.stride(0),
-               y_q_t.stride(0), y_s_t.stride(0))
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
     key = (device, settings, all(t.data_ptr() % 16 == 0 for t in args),
            strides[0] % 16, strides[1] % 16, strides[2] % 16, strides[4] % 16)
