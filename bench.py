@@ -26,28 +26,7 @@ from pathlib import Path
 import torch
 
 import harness
-
-WARMUP_MS, REP_MS = 25, 100
-
-
-def do_bench(fn):
-    import triton.testing
-    return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median") * 1e3  # us
-
-
-def same_bytes_copy_us(n_bytes):
-    """do_bench time of a device-to-device copy that reads n_bytes / 2 and writes n_bytes / 2."""
-    src = torch.empty(n_bytes // 2, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    us = do_bench(lambda: dst.copy_(src))
-    del src, dst
-    return us
-
-
-def copy_bandwidth():
-    """GB/s of a 1 GiB device-to-device copy, bytes read plus bytes written."""
-    n_bytes = 2 * 2**30
-    return n_bytes / (same_bytes_copy_us(n_bytes) * 1e-6) / 1e9
+import measure
 
 
 def host_us_per_call(fn, M, H, calls=200):
@@ -88,9 +67,9 @@ def main(argv=None):
     if args.baseline:
         solutions["baseline"] = harness.load_solution(args.baseline)
     reference = harness.reference_fn()
-    print(f"bench.py on {env['gpu']} (torch {env['torch']}, triton {env['triton']}); do_bench warmup={WARMUP_MS} "
-          f"ms rep={REP_MS} ms, median, L2 cleared before each call", flush=True)
-    copy_gbps = copy_bandwidth()
+    print(f"bench.py on {env['gpu']} (torch {env['torch']}, triton {env['triton']}); {measure.settings_text()}",
+          flush=True)
+    copy_gbps = measure.copy_bandwidth_gbps()
     smallest = min(shapes, key=lambda s: s[1] * s[2])
     host_us = {name: host_us_per_call(fn, smallest[1], smallest[2]) for name, fn in solutions.items()}
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s (1 GiB device-to-device, read + write)")
@@ -104,15 +83,15 @@ def main(argv=None):
         x, gy = harness.make_inputs(M, H, 0, "randn", "cuda")
         ref = harness.run_reference(x, gy, reference)
         ref_outs = harness.new_outputs(M, H, "cuda")
-        ref_us = do_bench(lambda: reference(x, gy, *ref_outs))
+        ref_us = measure.do_bench(lambda: reference(x, gy, *ref_outs))
         row = {"shape": label, "M": M, "H": H, "min_bytes": harness.min_bytes(M, H), "reference_us": ref_us}
-        row["same_bytes_copy_us"] = copy_us = same_bytes_copy_us(row["min_bytes"])
+        row["same_bytes_copy_us"] = copy_us = measure.same_bytes_copy_us(row["min_bytes"])
         line = f"{label:>12} {M:>6} {H:>5} {ref_us:>13.1f} {copy_us:>8.1f}"
         for name, fn in solutions.items():
             comparison, outs = verify(fn, x, gy, ref)
             entry = {"passed": comparison["passed"], "differing_bytes": sum(comparison["differing_bytes"].values())}
             if comparison["passed"]:
-                us = do_bench(lambda: fn(x, gy, *outs))
+                us = measure.do_bench(lambda: fn(x, gy, *outs))
                 gbps = row["min_bytes"] / (us * 1e-6) / 1e9
                 entry.update(us=us, speedup=ref_us / us, gbps=gbps, pct_copy=100 * gbps / copy_gbps,
                              pct_floor=100 * copy_us / us)
@@ -141,7 +120,7 @@ def main(argv=None):
         print(f"{name}: arithmetic-mean speedup {mean:.2f}x (leaderboard number)")
     if args.json:
         record = {"tool": "bench", "environment": env, "command": "python bench.py " + " ".join(argv or sys.argv[1:]),
-                  "do_bench": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": "median", "cold_l2": True},
+                  "do_bench": measure.settings_record(),
                   "copy_gbps": copy_gbps, "copy_speed_ceiling": ceiling, "host_us_per_call": host_us, "rows": rows,
                   "arithmetic_mean_speedup": summary["solution"]["arithmetic_mean_speedup"], "summary": summary}
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
