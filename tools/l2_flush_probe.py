@@ -3,8 +3,8 @@
 triton.testing.do_bench, like most judges, clears L2 before each timed call by writing a large
 buffer, so the call starts with L2 full of dirty lines and pays for writing them back as it brings
 in its own data. This times the solution, and a device-to-device copy of its minimum bytes, after
-two kinds of clearing: "dirty" (write a 256 MB buffer, as do_bench does) and "clean" (then read
-another 256 MB buffer, which evicts the dirty lines before the timed call starts).
+two kinds of clearing: "dirty" (write a 256 MB buffer, as do_bench does; measure.L2_CLEAR_BYTES) and
+"clean" (then read another such buffer, which evicts the dirty lines before the timed call starts).
 
 Usage: python tools/l2_flush_probe.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--json PATH]
 """
@@ -18,8 +18,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
+import measure  # noqa: E402
 
-BUFFER_INTS = 256 * 1024 * 1024 // 4
+BUFFER_INTS = measure.L2_CLEAR_BYTES // 4
 
 
 def median_us(fn, dirty_buffer, clean_buffer, reps=60):

@@ -16,6 +16,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import harness  # noqa: E402
+import measure  # noqa: E402
 
 STAMP = '''@triton.jit
 def _stamp(dbg, k, dummy):
@@ -70,7 +71,7 @@ def main():
     parser.add_argument("--calls", type=int, default=5)
     args = parser.parse_args()
     timed = load_instrumented()
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    flush = torch.empty(measure.L2_CLEAR_BYTES // 4, dtype=torch.int32, device="cuda")
     for label, M, H in harness.expand_shape_args(args.shapes, ["benchmark"]):
         x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
         outs = harness.new_outputs(M, H, "cuda")

@@ -13,7 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
-from bench import do_bench  # noqa: E402  (the same timing as bench.py)
+from measure import do_bench  # noqa: E402  (the same timing as bench.py)
 
 
 def load_module(path):

@@ -1,0 +1,70 @@
+"""How the kit times things on the GPU, in one place: bench.py and the tools under tools/ use it.
+
+Every time is triton.testing.do_bench with the settings below; do_bench clears L2 before every
+timed call by writing a buffer of L2_CLEAR_BYTES. Importing this module needs no GPU (triton is
+imported inside the functions that time).
+"""
+import torch
+
+WARMUP_MS = 25
+REP_MS = 100
+RETURN_MODE = "median"
+# The buffer triton.testing.do_bench writes before each timed call (its driver's
+# get_empty_cache_for_benchmark); the tools that clear L2 themselves use the same size.
+L2_CLEAR_BYTES = 256 * 1024 * 1024
+
+
+def settings_text():
+    return f"do_bench warmup={WARMUP_MS} ms rep={REP_MS} ms, {RETURN_MODE}, L2 cleared before each call"
+
+
+def settings_record():
+    return {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "return_mode": RETURN_MODE, "cold_l2": True}
+
+
+def do_bench(fn):
+    """Time of one call of fn in microseconds."""
+    import triton.testing
+    return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode=RETURN_MODE) * 1e3
+
+
+def same_bytes_copy_us(n_bytes):
+    """do_bench time of a device-to-device copy that reads n_bytes / 2 and writes n_bytes / 2."""
+    src = torch.empty(n_bytes // 2, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    us = do_bench(lambda: dst.copy_(src))
+    del src, dst
+    return us
+
+
+def copy_bandwidth_gbps():
+    """GB/s of a 1 GiB device-to-device copy, bytes read plus bytes written."""
+    n_bytes = 2 * 2**30
+    return n_bytes / (same_bytes_copy_us(n_bytes) * 1e-6) / 1e9
+
+
+def device_activity(events):
+    """Summed duration in microseconds and count of the profiler events that ran on a CUDA device
+    (kernels, copies, memsets); (None, 0) when there are none."""
+    from torch.autograd import DeviceType
+    durations = [e.time_range.elapsed_us() for e in events if e.device_type == DeviceType.CUDA]
+    if not durations:
+        return None, 0
+    return sum(durations), len(durations)
+
+
+def device_time_us(fn):
+    """Device time of the kernels one call of fn runs, summed, and how many ran: one call under
+    torch.profiler, after a warm call and an L2 clear like do_bench's. Unlike a do_bench time, this
+    leaves out the gaps in which the GPU waits for the host to launch the next kernel.
+    Returns (None, 0) when the profiler saw no device activity (no CUPTI, for one)."""
+    from torch.profiler import ProfilerActivity, profile
+    l2_buffer = torch.empty(L2_CLEAR_BYTES // 4, dtype=torch.int32, device="cuda")
+    fn()
+    l2_buffer.zero_()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    del l2_buffer
+    return device_activity(prof.events())

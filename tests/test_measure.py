@@ -1,0 +1,75 @@
+"""measure.py, the one home of the kit's timing settings, and who imports what."""
+import ast
+import subprocess
+import sys
+import types
+
+import pytest
+from torch.autograd import DeviceType
+
+import harness
+import measure
+
+
+def _imported_modules(path):
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_tool_imports_bench():
+    # Tools share timing through measure.py; importing bench.py would tie them to its command line.
+    tools = sorted((harness.ROOT / "tools").glob("*.py"))
+    assert tools
+    importers = [p.name for p in tools if "bench" in _imported_modules(p)]
+    assert importers == []
+
+
+def test_the_timing_tools_take_their_settings_from_measure():
+    for name in ("sweep.py", "l2_flush_probe.py", "phase_timeline.py"):
+        assert "measure" in _imported_modules(harness.ROOT / "tools" / name), name
+    assert "measure" in _imported_modules(harness.ROOT / "bench.py")
+
+
+def test_importing_measure_needs_no_triton():
+    code = "import sys, measure; sys.exit(1 if 'triton' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=harness.ROOT).returncode == 0
+
+
+def test_do_bench_passes_the_settings_and_returns_microseconds(monkeypatch):
+    import triton.testing
+    seen = {}
+
+    def fake_do_bench(fn, **kwargs):
+        seen.update(kwargs)
+        fn()
+        return 0.025  # ms
+
+    monkeypatch.setattr(triton.testing, "do_bench", fake_do_bench)
+    calls = []
+    assert measure.do_bench(lambda: calls.append(1)) == pytest.approx(25.0)
+    assert calls == [1]
+    assert seen == {"warmup": measure.WARMUP_MS, "rep": measure.REP_MS, "return_mode": measure.RETURN_MODE}
+
+
+def test_settings_text_and_record_state_the_constants():
+    text = measure.settings_text()
+    assert f"warmup={measure.WARMUP_MS} ms" in text and f"rep={measure.REP_MS} ms" in text
+    assert measure.RETURN_MODE in text
+    assert measure.settings_record() == {"warmup_ms": measure.WARMUP_MS, "rep_ms": measure.REP_MS,
+                                         "return_mode": measure.RETURN_MODE, "cold_l2": True}
+
+
+def _event(device_type, start, end):
+    return types.SimpleNamespace(device_type=device_type, time_range=types.SimpleNamespace(
+        elapsed_us=lambda: end - start))
+
+
+def test_device_activity_sums_only_device_events():
+    events = [_event(DeviceType.CPU, 0, 100), _event(DeviceType.CUDA, 10, 14), _event(DeviceType.CUDA, 20, 22.5)]
+    assert measure.device_activity(events) == (pytest.approx(6.5), 2)
+    assert measure.device_activity([_event(DeviceType.CPU, 0, 100)]) == (None, 0)
