@@ -35,7 +35,7 @@ picks only data movement and launch settings (see ROUTES):
   * generic: core tl only, 256 threads a program whatever the warp size.
 Where Triton has no tl.gather (before 3.3), the sigmoid is computed per element instead of
 gathered from the table: the same function, the same values.
-Set SILU_DOT_ROUTE=nvidia|amd|generic to force one.
+Set SILU_DOT_ROUTE=nvidia|amd|generic before the first call on a device to force one.
 
 Under the Triton interpreter (TRITON_INTERPRET=1, CPU) the kernel takes
 INTERPRET as a constexpr and substitutes, only there: tl.exp for libdevice's
@@ -137,11 +137,14 @@ def silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET: tl.constexpr):
 
 
 @triton.jit
+def _max_keeping_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def group_absmax(v, axis: tl.constexpr):
-    """max |v| along axis, NaN if any element is NaN (as torch.amax). Taken on the bits: with the sign
-    cleared, fp32 bit patterns order as integers, and NaN's lie above inf's."""
-    magnitude = v.to(tl.int32, bitcast=True) & 0x7FFFFFFF
-    return tl.max(magnitude, axis=axis).to(tl.float32, bitcast=True)
+    """max |v| along axis, NaN if any element is NaN, as torch.amax (tl.max drops NaN)."""
+    return tl.reduce(tl.abs(v), axis, _max_keeping_nan)
 
 
 @triton.jit
@@ -446,10 +449,17 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
+    layout = _layouts.get((M, H))
+    if layout is None:
+        layout = _layouts[(M, H)] = tuple(zip(_NAMES, *zip(*_expected_layout(M, H).values())))
     device = x.device
-    strides = tuple(_row_stride(name, t, shape, dtype, device) for name, t, (shape, dtype) in zip(
-        _NAMES, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t), _expected_layout(M, H).values()))
-    return M, H, strides
+    strides = []
+    for (name, shape, dtype), t in zip(layout, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)):
+        strides.append(_row_stride(name, t, shape, dtype, device))
+    return M, H, tuple(strides)
+
+
+_layouts = {}  # (M, H): ((name, shape, dtype), ...) from _expected_layout
 
 
 # ---------------------------------------------------------------- devices and the launcher
@@ -470,11 +480,12 @@ def _target(x):
 
 
 class _Device:
-    """What a call needs to know about its device, set up on its first call there (per forced route):
-    the route, the target's arch and warp size, the number of SMs (None where unknown) and the
-    sigmoid table."""
+    """What a call needs to know about its device, set up on its first call there: the route (forced by
+    SILU_DOT_ROUTE as it is then), the target's arch and warp size, the number of SMs (None where
+    unknown), the sigmoid table, and the launch settings of each shape seen."""
 
-    def __init__(self, x, forced_route):
+    def __init__(self, x):
+        forced_route = os.environ.get("SILU_DOT_ROUTE")
         if forced_route and forced_route not in ROUTES:
             raise ValueError(f"SILU_DOT_ROUTE must be one of {ROUTES}, got {forced_route!r}")
         self.backend, self.arch, self.warp_size = _target(x)
@@ -483,6 +494,7 @@ class _Device:
             properties = torch.cuda.get_device_properties(x.device)
             self.sm_count, name = properties.multi_processor_count, properties.name
         self.route = forced_route or route_for_target(self.backend, self.arch, self.warp_size, name)
+        self.settings = {}
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         table_launch = launch_plan(self.route, GROUP_SIZE, GROUP_SIZE, self.arch, self.sm_count,
                                    self.warp_size)[0]
@@ -495,15 +507,15 @@ _devices = {}
 
 
 def _device(x):
-    key = (x.device, os.environ.get("SILU_DOT_ROUTE"))
-    device = _devices.get(key)
+    device = _devices.get(x.get_device())
     if device is None:
-        device = _devices[key] = _Device(x, key[1])
+        device = _devices[x.get_device()] = _Device(x)
     return device
 
 
 def route_for(device):
-    """The route the solution takes on a torch device (set up on first use, as a call would)."""
+    """The route the solution takes on a torch device (set up on first use, as a call would, so
+    SILU_DOT_ROUTE must be set before)."""
     return _device(torch.empty(0, device=device)).route
 
 
@@ -518,7 +530,11 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     settings (LaunchSettings) overrides the route's own, for design sweeps."""
     M, H, strides = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     device = _device(x)
-    settings = settings or launch_settings(device.route, M, H, device.sm_count, device.warp_size)
+    if settings is None:
+        settings = device.settings.get((M, H))
+        if settings is None:
+            settings = device.settings[(M, H)] = launch_settings(device.route, M, H, device.sm_count,
+                                                                 device.warp_size)
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)

@@ -100,6 +100,12 @@ def test_routes_by_target():
     assert solution.route_for_target("npu", "Ascend910B", 32) == "generic"
 
 
+def _force_route(monkeypatch, route):
+    """SILU_DOT_ROUTE is read when a device is first set up: set it, and forget the devices set up so far."""
+    monkeypatch.setenv("SILU_DOT_ROUTE", route)
+    monkeypatch.setattr(solution, "_devices", {})
+
+
 def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
     for route in solution.ROUTES:
         table, main = solution.launch_plan(route, 1024, 2560, arch=90, sm_count=132)
@@ -114,7 +120,7 @@ def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
 @pytest.mark.parametrize("route", ["nvidia", "amd", "generic"])
 @pytest.mark.parametrize("family", ["randn", "large", "heavy"])
 def test_every_route_matches_the_reference_under_the_interpreter(route, family, monkeypatch):
-    monkeypatch.setenv("SILU_DOT_ROUTE", route)
+    _force_route(monkeypatch, route)
     M, H = 256, 256
     x, gy = harness.make_inputs(M, H, seed=4, family=family)
     ref = harness.run_reference(x, gy)
@@ -127,7 +133,7 @@ def test_every_route_matches_the_reference_under_the_interpreter(route, family, 
 
 def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
     monkeypatch.setattr(solution, "_HAS_GATHER", False)
-    monkeypatch.setenv("SILU_DOT_ROUTE", "generic")
+    _force_route(monkeypatch, "generic")
     x, gy = harness.make_inputs(128, 256, seed=7, family="large")
     ref = harness.run_reference(x, gy)
     out = harness.new_outputs(128, 256)
@@ -137,7 +143,7 @@ def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
 
 
 def test_a_forced_route_must_be_known(monkeypatch):
-    monkeypatch.setenv("SILU_DOT_ROUTE", "cuda")
+    _force_route(monkeypatch, "cuda")
     with pytest.raises(ValueError, match="SILU_DOT_ROUTE must be one of"):
         solution.silu_dot_fwd_bwd_quant_fuse(*_valid())
 
@@ -159,7 +165,7 @@ def _sprinkle_non_finite(x, gy):
 def test_non_finite_inputs_propagate_as_in_the_reference(route, monkeypatch):
     # The CPU reference divides absmax by 127 where the GPU's multiplies by 1/127, so a group's
     # largest int8 may differ by one here; groups with a non-finite absmax must match exactly.
-    monkeypatch.setenv("SILU_DOT_ROUTE", route)
+    _force_route(monkeypatch, route)
     M, H = 128, 256
     x, gy = _sprinkle_non_finite(*harness.make_inputs(M, H, seed=5))
     ref = harness.run_reference(x, gy)
