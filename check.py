@@ -2,6 +2,7 @@
 
     python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
                     [--strict] [--json PATH]
+    python check.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
 
 Named checks, per shape (each over every seed x input family):
   judge        the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 rtol 0.25
@@ -14,6 +15,9 @@ Named checks, per shape (each over every seed x input family):
 Static checks on the file: single_file (imports only torch, triton, numpy, the standard library;
 the function defined at top level) and numerics (fast-math constructs in @triton.jit code and
 JIT launches (kernel[grid](...)) without enable_fp_fusion=False; fails only with --strict).
+
+With --targets, nothing runs: every kernel the solution's routes launch is compiled for each named
+target (backend:arch) instead, no GPU needed; see compile_matrix.py.
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a
@@ -29,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+import compile_matrix
 import harness
 
 DEVICE = harness.use_interpreter_if_no_gpu()  # before anything imports triton
@@ -298,7 +303,15 @@ def main(argv=None):
     parser.add_argument("--families", nargs="+", default=list(harness.FAMILIES), choices=harness.FAMILIES)
     parser.add_argument("--strict", action="store_true", help="also require 0 differing bytes and clean numerics")
     parser.add_argument("--json", help="write the full report here")
+    parser.add_argument("--targets", help="compile matrix instead of a run: comma-separated targets, each "
+                        f"{compile_matrix.TARGET_FORM} (e.g. cuda:80,cuda:90,hip:gfx942)")
     args = parser.parse_args(argv)
+    if args.targets is not None:
+        try:
+            targets = compile_matrix.parse_targets(args.targets)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return compile_matrix.report(args.solution, targets, args.json)
 
     env = harness.environment(DEVICE)
     if DEVICE == "cuda":

@@ -103,6 +103,20 @@ def sigmoid(gate, INTERPRET: tl.constexpr):
     return tl.math.div_rn(1.0, 1.0 + _exp(-gate, INTERPRET))
 
 
+_HAS_GATHER = hasattr(tl, "gather")  # Triton 3.3+
+if _HAS_GATHER:
+    @triton.jit
+    def _gather(table, idx):
+        return tl.gather(table, idx, 0)
+else:
+    # Triton hashes a kernel by walking the source of every function it calls, and resolves each
+    # attribute it meets there, live branch or not: a mention of tl.gather alone fails where it is
+    # missing. Never called there (SIGMOID_TABLE is False).
+    @triton.jit
+    def _gather(table, idx):
+        return table
+
+
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                    INTERPRET: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
@@ -119,7 +133,7 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         magnitude = tl.minimum(tl.maximum((bits & 0x7FFFFFFF) >> 16, LUT_LO), LUT_LO + LUT_N - 1)
         idx = (2 * (magnitude - LUT_LO) + (bits >> 31)).to(tl.int32)
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
-        return tl.reshape(tl.gather(table, tl.reshape(idx, [N_ELEM]), 0), gate.shape)
+        return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
     else:
         return sigmoid(gate, INTERPRET)
 
@@ -357,9 +371,6 @@ def launch_settings(route, M, H, sm_count=None, warp_size=32):
     if route in ("amd", "generic"):
         return LaunchSettings(num_warps=max(1, 256 // warp_size), chunk=32, y_chunk=64, maxnreg=None)
     raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-
-
-_HAS_GATHER = hasattr(tl, "gather")  # Triton 3.3+
 
 
 def _route_constexprs(route, arch):

@@ -1,0 +1,364 @@
+"""Compile matrix: every kernel a solution's routes launch, compiled for named GPU targets without a GPU.
+
+    python compile_matrix.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
+    (or python check.py --targets ..., which calls this)
+
+For each target backend:arch the route is the solution's route_for_target(backend, arch, warp_size)
+(warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and every
+kernel of launch_plan(route, M, H, ...) is compiled, once per distinct launch (kernel, constexprs,
+compile options) that the benchmark and hidden_like shapes choose.
+
+Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
+aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
+compile's messages). A compile fails when the process fails or dies, when it prints an error on
+stderr, or when its assembly has fewer global stores than the kernel has store sites.
+
+Store sites are counted in the kernel's own Triton IR (TTIR, after inlining and constant folding):
+every tt.store, plus every inline asm whose text stores to global memory (st.global). Each site
+stores a tensor, so it becomes at least one global store instruction in the assembly -- PTX
+st.global on cuda, AMDGCN global_store / buffer_store / flat_store on hip. Fewer instructions than
+sites means a store was lost on the way down (as inline PTX compiled for AMD does).
+
+Where Triton cannot link AMD code objects without ROCm's ld.lld (before 3.5), the AMDGCN
+assembly, which is produced before linking, is checked instead, and the row says so.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+BACKENDS = ("cuda", "hip")
+SHAPE_GROUPS = ("benchmark", "hidden_like")
+# SMs / CUs of a typical part per target: they only choose among a route's launch settings.
+MULTIPROCESSORS = {("cuda", 80): 108, ("cuda", 90): 132, ("cuda", 100): 148, ("cuda", 120): 170,
+                   ("hip", "gfx90a"): 110, ("hip", "gfx942"): 304, ("hip", "gfx950"): 256,
+                   ("hip", "gfx1100"): 96}
+DEFAULT_MULTIPROCESSORS = {"cuda": 132, "hip": 304}
+# Constexprs shown in the settings column: the ones launch settings and routes change.
+HIDDEN_CONSTEXPRS = {"INTERPRET", "GROUP", "LUT_LO", "LUT_N"}
+COMPILE_TIMEOUT_S = 300
+TARGET_FORM = "backend:arch, e.g. cuda:90 (a compute capability) or hip:gfx942 (a gfx name)"
+
+
+# ---------------------------------------------------------------- targets
+
+def parse_target(text):
+    """'cuda:90' -> ('cuda', 90, 32); 'hip:gfx942' -> ('hip', 'gfx942', 64). ValueError otherwise."""
+    backend, sep, arch = text.strip().partition(":")
+    if not sep or backend not in BACKENDS:
+        raise ValueError(f"bad target {text!r}: expected {TARGET_FORM}; backends: {', '.join(BACKENDS)}")
+    if backend == "cuda":
+        if not arch.isdigit():
+            raise ValueError(f"bad target {text!r}: a cuda arch is a compute capability like 80 or 90; "
+                             f"expected {TARGET_FORM}")
+        return backend, int(arch), 32
+    match = re.fullmatch(r"gfx(\d+)([0-9a-f]{2})", arch)
+    if not match:
+        raise ValueError(f"bad target {text!r}: a hip arch is a gfx name like gfx90a or gfx942; "
+                         f"expected {TARGET_FORM}")
+    return backend, arch, 32 if int(match.group(1)) >= 10 else 64
+
+
+def parse_targets(text):
+    targets = [parse_target(t) for t in text.split(",") if t.strip()]
+    if not targets:
+        raise ValueError(f"no targets given: expected a comma-separated list of {TARGET_FORM}")
+    return targets
+
+
+def target_label(backend, arch):
+    return f"{backend}:{arch}"
+
+
+# ---------------------------------------------------------------- plan (run in a clean process)
+
+def _load_solution(path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("solution_under_compile", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def settings_text(launch):
+    options = {k: v for k, v in launch.options.items() if k not in ("enable_fp_fusion", "num_stages")}
+    constexprs = {k: v for k, v in launch.constexprs.items() if k not in HIDDEN_CONSTEXPRS}
+    return " ".join(f"{k}={v}" for k, v in {**options, **constexprs}.items())
+
+
+def plan(solution_path, targets):
+    """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
+    shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
+    sys.path.insert(0, str(ROOT))
+    import harness
+    solution = _load_solution(solution_path)
+    shapes = [s for group in SHAPE_GROUPS for s in harness.load_shapes(group)]
+    jobs = []
+    for backend, arch, warp_size in targets:
+        sm_count = MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
+        route = solution.route_for_target(backend, arch, warp_size)
+        seen = {}
+        for label, M, H in shapes:
+            for index, launch in enumerate(solution.launch_plan(route, M, H, arch=arch, sm_count=sm_count,
+                                                                warp_size=warp_size)):
+                key = (launch.kernel.__name__, repr(sorted(launch.signature.items())),
+                       repr(sorted(launch.constexprs.items())), repr(sorted(launch.options.items())))
+                if key in seen:
+                    seen[key]["shapes"] += 1
+                    continue
+                seen[key] = {"target": target_label(backend, arch), "backend": backend, "arch": arch,
+                             "warp_size": warp_size, "sm_count": sm_count, "route": route, "M": M, "H": H,
+                             "index": index, "kernel": launch.kernel.__name__,
+                             "settings": settings_text(launch), "shapes": 1}
+        jobs.extend(seen.values())
+    return jobs, len(shapes)
+
+
+# ---------------------------------------------------------------- one compile (run in its own process)
+
+def _source(launch, triton):
+    """ASTSource for a launch with every pointer 16-byte aligned and every specialized integer divisible
+    by 16, as contiguous inputs give (the kernel's do_not_specialize arguments are left alone)."""
+    from triton.compiler import ASTSource
+    names = list(launch.kernel.arg_names)
+    skip = set(launch.kernel.do_not_specialize or ())
+    specialized = [i for i, n in enumerate(names) if n in launch.signature and n not in skip and i not in skip]
+    if "constexprs" in ASTSource.__init__.__code__.co_varnames:  # Triton 3.3+
+        attrs = {(i,): [["tt.divisibility", 16]] for i in specialized}
+        signature = {**launch.signature, **{k: "constexpr" for k in launch.constexprs}}
+        return ASTSource(fn=launch.kernel, signature=signature, constexprs=launch.constexprs, attrs=attrs)
+    # Triton 3.2: constexprs as constants, attributes from the backend's descriptor of argument values.
+    from triton.compiler.compiler import make_backend
+    return lambda target: ASTSource(
+        fn=launch.kernel, signature=dict(launch.signature), constants=dict(launch.constexprs),
+        attrs=make_backend(target).get_attrs_descriptor(
+            launch.kernel.params, [launch.constexprs.get(n, 16) for n in names]))
+
+
+def _count_store_sites(ttir):
+    lines = [line for line in ttir.splitlines() if not line.lstrip().startswith("#loc")]
+    stores = sum(1 for line in lines if re.search(r"\btt\.store\b", line))
+    asm_stores = sum(1 for line in lines if "tt.elementwise_inline_asm" in line and "st.global" in line)
+    return stores + asm_stores
+
+
+def _count_global_stores(asm, kind):
+    if kind == "ptx":
+        pattern = r"^\s*(?:@!?%p\w+\s+)?st\.global\b"
+    else:
+        pattern = r"^\s*(?:global|buffer|flat)_store\w*"
+    return len(re.findall(pattern, asm, re.M))
+
+
+def compile_one(job, solution_path):
+    """Compiles one job's launch; returns {sites, stores, asm, linked}. Raises on a failed compile."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    solution = _load_solution(solution_path)
+    launch = solution.launch_plan(job["route"], job["M"], job["H"], arch=job["arch"], sm_count=job["sm_count"],
+                                  warp_size=job["warp_size"])[job["index"]]
+    target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
+    src = _source(launch, triton)
+    src = src(target) if callable(src) else src
+    stages_seen = _record_stages(job["backend"])
+    linked = True
+    try:
+        triton.compile(src, target=target, options=dict(launch.options))
+    except Exception as exc:
+        # Before Triton 3.5 linking needs ROCm's ld.lld; the assembly before it is what we check then.
+        if "amdgcn" not in stages_seen or "lld" not in str(exc):
+            raise
+        print(f"note: not linked ({type(exc).__name__}: {str(exc).splitlines()[0]})", file=sys.stderr)
+        linked = False
+    kind = "ptx" if job["backend"] == "cuda" else "amdgcn"
+    return {"sites": _count_store_sites(stages_seen["ttir"]), "stores": _count_global_stores(stages_seen[kind], kind),
+            "asm": kind, "linked": linked}
+
+
+def _record_stages(backend):
+    """{stage: its output as text}, filled while triton.compile runs: it holds the stages reached even
+    when a later one (linking) fails."""
+    from triton.backends import backends  # the classes triton.compile uses (some versions load them by path)
+    Backend = backends["nvidia" if backend == "cuda" else "amd"].compiler
+    seen = {}
+    add_stages = Backend.add_stages
+
+    def recording_add_stages(self, stages, *args, **kwargs):
+        add_stages(self, stages, *args, **kwargs)
+        for name, stage in list(stages.items()):
+            def recorded(src, metadata, _stage=stage, _name=name):
+                out = _stage(src, metadata)
+                seen[_name] = out if isinstance(out, (str, bytes)) else str(out)
+                return out
+            stages[name] = recorded
+    Backend.add_stages = recording_add_stages
+    if backend == "hip":
+        # Before Triton 3.5 the AMD backend's cache key asks ROCm's ld.lld for its version; the cache here
+        # is a fresh directory per compile, so a key without it is as good, and compiling goes on to the
+        # AMDGCN assembly (linking, the last stage, then fails for the same reason, and is reported).
+        key = Backend.hash
+
+        def key_without_linker(self):
+            try:
+                return key(self)
+            except Exception as exc:
+                if "lld" not in str(exc):
+                    raise
+                return f"no-linker-{self.target}"
+        Backend.hash = key_without_linker
+    return seen
+
+
+def worker_main(job_json, solution_path):
+    job = json.loads(job_json)
+    result = compile_one(job, solution_path)
+    print("RESULT " + json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------- the matrix (the parent process)
+
+def _clean_env(cache_dir):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = cache_dir
+    return env
+
+
+# A compile's address space is capped (some Triton versions' compiles of this kernel grow past 10 GB).
+MEMORY_CAP_BYTES = 12 * 2**30
+
+
+def _cap_memory():
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+
+def _run(args, timeout):
+    with tempfile.TemporaryDirectory(prefix="compile-matrix-") as cache_dir:
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], env=_clean_env(cache_dir),
+                              capture_output=True, text=True, timeout=timeout, cwd=ROOT, preexec_fn=_cap_memory)
+
+
+ERROR_LINE = re.compile(r"error", re.I)
+
+
+def _verdict(proc):
+    """(ok, detail, result) of one compile process: the process's fate first, then stderr, then the stores."""
+    result = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result = json.loads(line[len("RESULT "):])
+    stderr = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in stderr if ERROR_LINE.search(line)]
+    first_error = errors[0] if errors else (stderr[-1] if stderr else "no message")
+    if proc.returncode < 0:
+        return False, f"crashed ({signal.Signals(-proc.returncode).name}): {first_error}", None
+    if proc.returncode != 0 or result is None:
+        # A Python exception's last line names it; an LLVM fatal error exits with its message first.
+        last = stderr[-1] if stderr else "no message"
+        message = last if re.match(r"^[\w.]+(Error|Exception)\b", last) else first_error
+        return False, f"exit code {proc.returncode}: {message}", None
+    lost = result["stores"] < result["sites"]
+    stores = f"{result['stores']} global stores for {result['sites']} store sites in {result['asm']}"
+    if errors or lost:
+        problems = ([f"stderr: {errors[0]}"] if errors else []) + [stores + (" (stores lost)" if lost else "")]
+        return False, "; ".join(problems), result
+    detail = f"ok: {stores}"
+    if not result["linked"]:
+        detail += " (not linked: needs ROCm ld.lld)"
+    return True, detail, result
+
+
+def run_matrix(solution_path, targets, log=print, timeout=COMPILE_TIMEOUT_S):
+    """Plans and compiles; returns (rows, shape count). Each row: the job plus ok, detail, seconds."""
+    solution_path = str(Path(solution_path).resolve())
+    spec = ",".join(target_label(b, a) for b, a, _ in targets)
+    proc = _run(["--plan", "--solution", solution_path, "--targets", spec], timeout=COMPILE_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise RuntimeError(f"planning the compiles failed:\n{proc.stderr.strip()}")
+    planned = json.loads(proc.stdout.splitlines()[-1])
+    rows = []
+    for job in planned["jobs"]:
+        start = time.time()
+        try:
+            proc = _run(["--worker", json.dumps(job), "--solution", solution_path], timeout=timeout)
+            ok, detail, result = _verdict(proc)
+        except subprocess.TimeoutExpired:
+            ok, detail, result = False, f"timed out after {timeout} s", None
+        row = {**job, "ok": ok, "detail": detail, "result": result, "seconds": round(time.time() - start, 1)}
+        rows.append(row)
+        log(f"  {row['target']} {row['route']} {row['kernel']}: {'ok' if ok else 'FAIL'} ({row['seconds']} s)",
+            flush=True)
+    return rows, planned["shapes"]
+
+
+def format_table(rows, shape_count):
+    head = ["target", "route", "kernel", "settings", "shapes", "result"]
+    body = [[r["target"], r["route"], r["kernel"], r["settings"], f"{r['shapes']}/{shape_count}",
+             r["detail"] if r["ok"] else "FAIL: " + r["detail"]] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(line[:-1], widths)) + "  " + line[-1]
+             for line in [head, *body]]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def environment():
+    import platform
+    import triton
+    return {"triton": triton.__version__, "python": platform.python_version(), "host": platform.node()}
+
+
+def main(argv=None, solution_path=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--targets", help=f"comma-separated targets, each {TARGET_FORM}")
+    parser.add_argument("--solution", default=solution_path or str(ROOT / "solution.py"))
+    parser.add_argument("--json", help="write the matrix here")
+    parser.add_argument("--timeout", type=float, default=COMPILE_TIMEOUT_S, help="seconds a compile may take")
+    parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker, args.solution)
+    if not args.targets:
+        parser.error(f"--targets is required: a comma-separated list of {TARGET_FORM}")
+    try:
+        targets = parse_targets(args.targets)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.plan:
+        jobs, shapes = plan(args.solution, targets)
+        print(json.dumps({"jobs": jobs, "shapes": shapes}))
+        return 0
+    return report(args.solution, targets, args.json, args.timeout)
+
+
+def report(solution_path, targets, json_path=None, timeout=COMPILE_TIMEOUT_S):
+    """Runs the matrix, prints it; 0 when every compile is ok, 1 otherwise."""
+    start = time.time()
+    env = environment()
+    print(f"compile matrix: {solution_path} on Triton {env['triton']} (each compile in its own process)")
+    rows, shape_count = run_matrix(solution_path, targets, timeout=timeout)
+    passed = all(r["ok"] for r in rows)
+    print()
+    print(format_table(rows, shape_count))
+    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(r['ok'] for r in rows)}/{len(rows)} compiles ok, "
+          f"{len(targets)} targets, {time.time() - start:.0f} s")
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps({"tool": "compile_matrix", "environment": env,
+                                               "solution": str(solution_path), "shape_groups": SHAPE_GROUPS,
+                                               "rows": rows, "passed": passed}, indent=2))
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
