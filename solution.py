@@ -50,6 +50,7 @@ the math helpers sigmoid, sigmoid_lookup, silu_dot_fwd_bwd, group_absmax,
 group_scale and quantize. PERF_NOTES.md tells the design history.
 """
 import os
+import re
 from typing import NamedTuple, Optional
 
 import torch
@@ -103,15 +104,18 @@ def sigmoid(gate, INTERPRET: tl.constexpr):
     return tl.math.div_rn(1.0, 1.0 + _exp(-gate, INTERPRET))
 
 
-_HAS_GATHER = hasattr(tl, "gather")  # Triton 3.3+
-if _HAS_GATHER:
+_TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
+# The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
+# gather does not finish compiling there (tools/triton_versions.py).
+_SIGMOID_TABLE = hasattr(tl, "gather") and _TRITON_VERSION >= (3, 4)
+if hasattr(tl, "gather"):
     @triton.jit
     def _gather(table, idx):
         return tl.gather(table, idx, 0)
 else:
     # Triton hashes a kernel by walking the source of every function it calls, and resolves each
     # attribute it meets there, live branch or not: a mention of tl.gather alone fails where it is
-    # missing. Never called there (SIGMOID_TABLE is False).
+    # missing. Never called there (_SIGMOID_TABLE is False).
     @triton.jit
     def _gather(table, idx):
         return table
@@ -377,7 +381,7 @@ def _route_constexprs(route, arch):
     """The constexprs by which routes differ: which PTX pieces run, and whether the sigmoid is gathered
     from the table (where tl.gather exists) or computed."""
     cuda_arch = arch if route == "nvidia" and not _INTERPRET and isinstance(arch, int) else 0
-    return {"SIGMOID_TABLE": _HAS_GATHER, "CUDA_ARCH": cuda_arch}
+    return {"SIGMOID_TABLE": _SIGMOID_TABLE, "CUDA_ARCH": cuda_arch}
 
 
 def launch_plan(route, M, H, arch=None, sm_count=None, warp_size=32, settings=None):
@@ -558,7 +562,8 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     plan = launch_plan(device.route, M, H, device.arch, device.sm_count, device.warp_size, settings)[1]
     kernel = plan.kernel[plan.grid](*args, M, H, *strides, **plan.constexprs, **plan.options)
     if not _INTERPRET:
-        kernel.constexpr_values = tuple(plan.constexprs.values())
+        # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
+        kernel.constexpr_values = tuple(plan.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
         _compiled[key] = kernel
     return kernel
 

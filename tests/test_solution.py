@@ -1,6 +1,7 @@
 """The real solution kernels against the reference, under the interpreter, and every bad-input error."""
 import pytest
 import torch
+import triton
 import triton.language as tl
 
 import harness
@@ -106,6 +107,11 @@ def _force_route(monkeypatch, route):
     monkeypatch.setattr(solution, "_devices", {})
 
 
+def test_the_table_is_gathered_only_where_triton_compiles_the_gather():
+    assert solution._SIGMOID_TABLE is (hasattr(tl, "gather") and solution._TRITON_VERSION >= (3, 4))
+    assert solution._TRITON_VERSION == tuple(int(p) for p in triton.__version__.split(".")[:2])
+
+
 def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
     for route in solution.ROUTES:
         table, main = solution.launch_plan(route, 1024, 2560, arch=90, sm_count=132)
@@ -113,7 +119,7 @@ def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
         assert main.options["enable_fp_fusion"] is False and table.options["enable_fp_fusion"] is False
         # Under the interpreter no route runs PTX; the arch gates it on the GPU (see test_compiled_kernel).
         assert main.constexprs["CUDA_ARCH"] == 0
-        assert main.constexprs["SIGMOID_TABLE"] is hasattr(tl, "gather")
+        assert main.constexprs["SIGMOID_TABLE"] is solution._SIGMOID_TABLE
         assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
 
 
@@ -132,7 +138,7 @@ def test_every_route_matches_the_reference_under_the_interpreter(route, family, 
 
 
 def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
-    monkeypatch.setattr(solution, "_HAS_GATHER", False)
+    monkeypatch.setattr(solution, "_SIGMOID_TABLE", False)
     _force_route(monkeypatch, "generic")
     x, gy = harness.make_inputs(128, 256, seed=7, family="large")
     ref = harness.run_reference(x, gy)
