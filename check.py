@@ -291,17 +291,14 @@ def call_and_check(fn, x, grad_y, outputs, ref_outputs, device):
     return results, comparison
 
 
-def padded_view(tensor, extra_columns, fill):
-    """(view, buffer): tensor's contents as the first columns of a buffer extra_columns wider whose other
-    columns hold fill (a value, or "poison"): the same shape, unit column stride, a longer row stride."""
-    rows, cols = tensor.shape
-    if fill == "poison":
-        buffer = harness.poisoned((rows, cols + extra_columns), tensor.dtype, tensor.device)
-    else:
-        buffer = torch.full((rows, cols + extra_columns), fill, dtype=tensor.dtype, device=tensor.device)
-    view = buffer[:, :cols]
-    view.copy_(tensor)
-    return view, buffer
+def padded_view(shape, dtype, device, extra_columns, fill):
+    """(view, buffer): a buffer extra_columns wider than shape, all of it fill (a value, or "poison":
+    harness.poisoned), and the view of its first columns: shape, unit column stride, a longer row stride."""
+    rows, cols = shape
+    wide = (rows, cols + extra_columns)
+    buffer = (harness.poisoned(wide, dtype, device) if fill == "poison" else
+              torch.full(wide, fill, dtype=dtype, device=device))
+    return buffer[:, :cols], buffer
 
 
 def check_layouts(fn, x, grad_y, contiguous_outputs, device):
@@ -313,10 +310,12 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
     A ValueError refusing a layout fails too: any row stride with unit column stride must work."""
     failures = []
     for layout, extra in LAYOUTS.items():
-        x_view, x_buffer = padded_view(x, extra["x"], INPUT_PADDING)
-        gy_view, gy_buffer = padded_view(grad_y, extra["grad_y"], INPUT_PADDING)
+        x_view, x_buffer = padded_view(x.shape, x.dtype, device, extra["x"], INPUT_PADDING)
+        gy_view, gy_buffer = padded_view(grad_y.shape, grad_y.dtype, device, extra["grad_y"], INPUT_PADDING)
+        x_view.copy_(x)
+        gy_view.copy_(grad_y)
         inputs_before = (x_buffer.clone(), gy_buffer.clone())
-        out_views, out_buffers = zip(*(padded_view(harness.poisoned(t.shape, t.dtype, t.device), extra[name], "poison")
+        out_views, out_buffers = zip(*(padded_view(t.shape, t.dtype, device, extra[name], "poison")
                                        for name, t in zip(harness.OUTPUT_NAMES, contiguous_outputs)))
         padding_before = [b[:, v.shape[1]:].clone() for v, b in zip(out_views, out_buffers)]
         try:

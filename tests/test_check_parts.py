@@ -1,4 +1,5 @@
 """check.py's parts in-process: the verdict policy, no device chosen at import, the launch watcher."""
+import os
 import subprocess
 import sys
 
@@ -27,7 +28,7 @@ def test_the_verdict_policy(strict, device):
 
 def test_importing_check_chooses_no_device_and_imports_no_triton():
     code = "import os, sys, check; print('triton' in sys.modules, os.environ.get('TRITON_INTERPRET'))"
-    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=harness.ROOT, env=env,
                           timeout=120)
     assert proc.stdout.split() == ["False", "None"], proc.stdout + proc.stderr
@@ -71,11 +72,9 @@ def test_watcher_sees_torch_compute():
     assert watch.launches == 0 and watch.ops == ["aten::add_"]
 
 
-def test_padded_view_is_row_strided_and_keeps_its_padding():
-    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    view, buffer = check.padded_view(t, 2, -1.0)
-    assert view.stride() == (6, 1) and torch.equal(view, t)
-    assert torch.equal(buffer[:, 4:], torch.full((3, 2), -1.0))
-    view, buffer = check.padded_view(torch.zeros(2, 3, dtype=torch.int8), 1, "poison")
-    assert view.stride() == (4, 1) and torch.equal(view, torch.zeros(2, 3, dtype=torch.int8))
-    assert torch.equal(buffer[:, 3], torch.full((2,), harness.POISON_Q, dtype=torch.int8))
+def test_padded_view_is_a_row_strided_view_of_a_filled_buffer():
+    view, buffer = check.padded_view((3, 4), torch.float32, "cpu", 2, -1.0)
+    assert view.stride() == (6, 1) and view.shape == (3, 4) and view.data_ptr() == buffer.data_ptr()
+    assert torch.equal(buffer, torch.full((3, 6), -1.0))
+    view, buffer = check.padded_view((2, 3), torch.float32, "cpu", 1, "poison")
+    assert view.stride() == (4, 1) and harness.unwritten((buffer,) * 4)["grad_input_s"] == 8
