@@ -4,7 +4,9 @@ import importlib.util
 import json
 import os
 import platform
+import random
 import sys
+import zlib
 from pathlib import Path
 
 import torch
@@ -15,8 +17,15 @@ OUTPUT_NAMES = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 # The judge's tolerances (torch.testing semantics: |a - e| <= atol + rtol * |e|).
 SCALE_TOL = {"atol": 1e-4, "rtol": 1e-5}
 DEQUANT_TOL = {"atol": 0.25, "rtol": 0.25}
-POISON_Q = -128  # no int8 the quantizer can produce (it clamps to +-127)
-FAMILIES = ("randn", "zeros", "large", "tiny", "heavy")
+POISON_Q = -128  # no int8 the quantizer can produce (it clamps to +-127; NaN converts to 0)
+# A quiet NaN whose payload no computation here produces (NaNs made from bf16 inputs have zero low
+# bits; NaNs made by inf*0 are 0xFFC00000 on x86, 0x7FFFFFFF on NVIDIA GPUs). The reference writes
+# NaN scales for groups holding a NaN, so "unwritten" means these bits, not any NaN.
+POISON_SCALE_BITS = 0x7FC0DEAD
+FAMILIES = ("randn", "zeros", "large", "tiny", "heavy", "specials")
+# The solution's backend routes and the variable that forces one (read when it first sets up a device).
+ROUTE_ENV = "SILU_DOT_ROUTE"
+ROUTES = ("nvidia", "amd", "generic")
 
 
 def use_interpreter_if_no_gpu():
@@ -27,7 +36,8 @@ def use_interpreter_if_no_gpu():
     return "cuda"
 
 
-def load_solution(path, name=None):
+def load_solution_module(path, name=None):
+    """Imports a solution file as a module (registered in sys.modules under name)."""
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"no solution file at {path}")
@@ -36,10 +46,29 @@ def load_solution(path, name=None):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def solution_function(module):
     fn = getattr(module, "silu_dot_fwd_bwd_quant_fuse", None)
     if not callable(fn):
-        raise AttributeError(f"{path} defines no function silu_dot_fwd_bwd_quant_fuse")
+        raise AttributeError(f"{module.__file__} defines no function silu_dot_fwd_bwd_quant_fuse")
     return fn
+
+
+def load_solution(path, name=None):
+    return solution_function(load_solution_module(path, name))
+
+
+def route_name(module, device):
+    """The backend route a solution module takes on device: its route_for(device), or "unknown"."""
+    route_for = getattr(module, "route_for", None)
+    if not callable(route_for):
+        return "unknown"
+    try:
+        return str(route_for(device))
+    except Exception as exc:  # reported, not fatal: the calls themselves will show what is wrong
+        return f"unknown (route_for raised {type(exc).__name__}: {exc})"
 
 
 def reference_fn():
@@ -94,12 +123,35 @@ def _powers_of_two(z):
     return ((k + 127) << 23).view(torch.float32)
 
 
+def input_seed(M, H, seed, family):
+    """The generator seed of one input set. It depends on the family's name (crc32: the same in every
+    process, unlike hash()), not on its place in FAMILIES, so adding a family changes no other's inputs."""
+    return seed * 1_000_003 + zlib.crc32(family.encode()) + M * 31 + H
+
+
+def _sprinkle_specials(x, gy, placer):
+    """Puts a handful of NaN, +inf and -inf into gates, ups and grad_y (float32, in place), each on a
+    row of its own at a column drawn from placer (a random.Random), so most groups stay finite."""
+    M, H = gy.shape
+    nan, inf = float("nan"), float("inf")
+    gate, up, grad = (x, 0), (x, H), (gy, 0)  # (tensor, first column)
+    placements = [(gate, inf), (gate, -inf), (gate, nan), (up, nan), (up, -inf), (grad, nan), (grad, inf),
+                  (grad, -inf)]
+    rows = placer.sample(range(M), len(placements) + 1)
+    for ((tensor, first), value), row in zip(placements, rows):
+        tensor[row, first + placer.randrange(H)] = value
+    # inf * 0: an inf up where grad_y is 0 makes d_gate = 0 * inf * ... = NaN while d_up = 0.
+    row, col = rows[-1], placer.randrange(H)
+    x[row, H + col] = inf
+    gy[row, col] = 0.0
+
+
 def make_inputs(M, H, seed, family="randn", device="cpu"):
     """Seeded bf16 inputs (x [M, 2H], grad_y [M, H]) of one family."""
     if family not in FAMILIES:
         raise ValueError(f"unknown input family {family!r}; expected one of {FAMILIES}")
     gen = torch.Generator(device=device)
-    gen.manual_seed(seed * 1_000_003 + FAMILIES.index(family) * 7919 + M * 31 + H)
+    gen.manual_seed(input_seed(M, H, seed, family))
 
     def randn(*shape):
         return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32)
@@ -120,24 +172,29 @@ def make_inputs(M, H, seed, family="randn", device="cpu"):
         # made the "same seed, same inputs" guarantee fail on CI once.
         x = x * _powers_of_two(randn(M, 2 * H))
         gy = gy * _powers_of_two(randn(M, H))
+    elif family == "specials":
+        _sprinkle_specials(x, gy, random.Random(input_seed(M, H, seed, family)))
     return x.to(torch.bfloat16), gy.to(torch.bfloat16)
+
+
+def output_shapes(M, H):
+    """(shape, dtype) of grad_input_q, grad_input_s, y_q_t, y_s_t."""
+    return (((M, 2 * H), torch.int8), ((M, 2 * H // GROUP_SIZE), torch.float32),
+            ((H, M), torch.int8), ((H, M // GROUP_SIZE), torch.float32))
+
+
+def poisoned(shape, dtype, device="cpu"):
+    """A tensor of poison: int8 POISON_Q, or float32 NaN with the payload POISON_SCALE_BITS."""
+    if dtype == torch.int8:
+        return torch.full(shape, POISON_Q, dtype=torch.int8, device=device)
+    if dtype == torch.float32:
+        return torch.full(shape, POISON_SCALE_BITS, dtype=torch.int32, device=device).view(torch.float32)
+    raise ValueError(f"no poison for {dtype}")
 
 
 def new_outputs(M, H, device="cpu"):
     """Output buffers filled with poison, so anything left unwritten shows."""
-    return (
-        torch.full((M, 2 * H), POISON_Q, dtype=torch.int8, device=device),
-        torch.full((M, 2 * H // GROUP_SIZE), float("nan"), dtype=torch.float32, device=device),
-        torch.full((H, M), POISON_Q, dtype=torch.int8, device=device),
-        torch.full((H, M // GROUP_SIZE), float("nan"), dtype=torch.float32, device=device),
-    )
-
-
-def poison_(outputs):
-    outputs[0].fill_(POISON_Q)
-    outputs[1].fill_(float("nan"))
-    outputs[2].fill_(POISON_Q)
-    outputs[3].fill_(float("nan"))
+    return tuple(poisoned(shape, dtype, device) for shape, dtype in output_shapes(M, H))
 
 
 def run_reference(x, grad_y, reference=None):
@@ -151,20 +208,26 @@ def run_reference(x, grad_y, reference=None):
 # ---------------------------------------------------------------- comparison
 
 def unwritten(outputs):
-    """Elements still holding the poison: int8 -128 or NaN scales."""
-    return {
-        "grad_input_q": int((outputs[0] == POISON_Q).sum()),
-        "grad_input_s": int(torch.isnan(outputs[1]).sum()),
-        "y_q_t": int((outputs[2] == POISON_Q).sum()),
-        "y_s_t": int(torch.isnan(outputs[3]).sum()),
-    }
+    """Elements still holding the poison: int8 -128, or the poison NaN's exact bits in the scales."""
+    return {name: int((t == POISON_Q).sum()) if t.dtype == torch.int8 else
+            int((t.view(torch.int32) == POISON_SCALE_BITS).sum())
+            for name, t in zip(OUTPUT_NAMES, outputs)}
 
 
 def differing_bytes(actual, expected):
-    """Bytes that differ between two tensors of one shape and dtype."""
-    a = actual.contiguous().view(torch.uint8)
-    e = expected.contiguous().view(torch.uint8)
-    return int((a != e).sum())
+    """Bytes that differ between two tensors of one shape and dtype. A NaN equals any NaN, whatever its
+    sign and payload (compilers and GPUs make different NaN bits for the same operation); every other
+    byte must match exactly."""
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        raise ValueError(f"cannot compare {actual.dtype} {tuple(actual.shape)} with "
+                         f"{expected.dtype} {tuple(expected.shape)}")
+    a = actual.contiguous().reshape(-1)
+    e = expected.contiguous().reshape(-1)
+    differ = a.view(torch.uint8) != e.view(torch.uint8)
+    if a.is_floating_point():
+        both_nan = torch.isnan(a) & torch.isnan(e)
+        differ &= ~both_nan.repeat_interleave(a.element_size())
+    return int(differ.sum())
 
 
 def quantize_like_reference(values, absmax):
@@ -186,42 +249,82 @@ def _first_failures(actual, expected, bad, limit=3):
 
 
 def _judge(name, actual, expected, tol):
+    """One of the judge's comparisons, torch.testing.assert_close(actual, expected, **tol) with its
+    defaults. assert_close fails an element exactly where torch.isclose(actual, expected, **tol) is
+    False: |a - e| > atol + rtol * |e|, an infinity against anything but the same infinity, and any NaN
+    -- a NaN against a NaN too (equal_nan=False).
+
+    So where the reference itself is NaN (the specials family), the judge as written fails every
+    solution, the reference included. Those elements (NaN in both) are counted apart as nan_pairs:
+    `passed_as_written` is the judge's literal verdict, `passed` (check.py's) holds NaN equal to NaN;
+    `mismatches` are all the other failing elements. A NaN against a number fails both."""
     actual, expected = actual.float(), expected.float()
-    close = torch.isclose(actual, expected, **tol)
-    bad = ~close
-    diff = (actual - expected).abs()
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-    used = diff / (tol["atol"] + tol["rtol"] * expected.abs())
-    try:
-        torch.testing.assert_close(actual, expected, **tol)
-        passed = True
-    except AssertionError:
-        passed = False
+    nan_pairs = torch.isnan(actual) & torch.isnan(expected)
+    bad = ~torch.isclose(actual, expected, **tol) & ~nan_pairs
+    same = (actual == expected) | nan_pairs  # equal infinities included
+
+    def zero_where_same_inf_where_nan(v):
+        return torch.where(same, 0.0, torch.where(torch.isnan(v), float("inf"), v))
+
+    diff = zero_where_same_inf_where_nan((actual - expected).abs())
+    used = zero_where_same_inf_where_nan(diff / (tol["atol"] + tol["rtol"] * expected.abs()))
+    mismatches, n_nan_pairs = int(bad.sum()), int(nan_pairs.sum())
     return {
         "name": name,
-        "passed": passed,
-        "mismatches": int(bad.sum()),
+        "passed": mismatches == 0,
+        "passed_as_written": mismatches == 0 and n_nan_pairs == 0,
+        "mismatches": mismatches,
+        "nan_pairs": n_nan_pairs,
         "max_abs_err": float(diff.max()) if diff.numel() else 0.0,
         "tol_used": float(used.max()) if used.numel() else 0.0,
-        "first_failures": _first_failures(actual, expected, bad) if not passed else [],
+        "first_failures": _first_failures(actual, expected, bad),
     }
 
 
+# compare()'s totals: counts add up over runs, the others take the largest.
+SUMMED_TOTALS = ("scale_mismatches", "dequant_mismatches", "nan_pairs", "differing_bytes", "nonfinite_groups")
+LARGEST_TOTALS = ("max_scale_err", "max_dequant_err", "scale_tol_used")
+
+
+def no_totals():
+    """Totals over no runs."""
+    return {**dict.fromkeys(SUMMED_TOTALS, 0), **dict.fromkeys(LARGEST_TOTALS, 0.0)}
+
+
+def add_totals(running, totals):
+    """Adds one comparison's totals into running (a dict holding every key of no_totals())."""
+    for key in SUMMED_TOTALS:
+        running[key] += totals[key]
+    for key in LARGEST_TOTALS:
+        running[key] = max(running[key], totals[key])
+
+
 def compare(outputs, ref_outputs):
-    """The judge's two comparisons per quantized output, plus exactness figures."""
+    """The judge's two comparisons per quantized output, exactness figures, and their totals per kind."""
     gq, gs, yq, ys = outputs
     rgq, rgs, ryq, rys = ref_outputs
-    checks = [
-        _judge("grad_input_s", gs, rgs, SCALE_TOL),
-        _judge("y_s_t", ys, rys, SCALE_TOL),
-        _judge("grad_input_dequant", dequantize(gq, gs), dequantize(rgq, rgs), DEQUANT_TOL),
-        _judge("y_dequant", dequantize(yq, ys), dequantize(ryq, rys), DEQUANT_TOL),
-    ]
+    scale_checks = [_judge("grad_input_s", gs, rgs, SCALE_TOL), _judge("y_s_t", ys, rys, SCALE_TOL)]
+    dequant_checks = [_judge("grad_input_dequant", dequantize(gq, gs), dequantize(rgq, rgs), DEQUANT_TOL),
+                      _judge("y_dequant", dequantize(yq, ys), dequantize(ryq, rys), DEQUANT_TOL)]
+    checks = scale_checks + dequant_checks
+    differing = {n: differing_bytes(a, e) for n, a, e in zip(OUTPUT_NAMES, outputs, ref_outputs)}
+    scale_tol_used = max(c["tol_used"] for c in scale_checks)
     return {
         "passed": all(c["passed"] for c in checks),
+        "passed_as_written": all(c["passed_as_written"] for c in checks),
         "checks": checks,
-        "differing_bytes": {n: differing_bytes(a, e) for n, a, e in zip(OUTPUT_NAMES, outputs, ref_outputs)},
-        "scale_tol_used": max(checks[0]["tol_used"], checks[1]["tol_used"]),
+        "differing_bytes": differing,
+        "scale_tol_used": scale_tol_used,
+        "totals": {
+            "scale_mismatches": sum(c["mismatches"] for c in scale_checks),
+            "dequant_mismatches": sum(c["mismatches"] for c in dequant_checks),
+            "nan_pairs": sum(c["nan_pairs"] for c in checks),
+            "max_scale_err": max(c["max_abs_err"] for c in scale_checks),
+            "max_dequant_err": max(c["max_abs_err"] for c in dequant_checks),
+            "differing_bytes": sum(differing.values()),
+            "scale_tol_used": scale_tol_used,
+            "nonfinite_groups": int((~torch.isfinite(rgs)).sum() + (~torch.isfinite(rys)).sum()),
+        },
     }
 
 

@@ -5,16 +5,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+import check
 from fixtures.broken_solutions import BROKEN, STATIC
+from fixtures.fake_solutions import FAKES, fake_source
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--shapes", "256x256", "--seeds", "1"]
 
 
-def run_check(solution, *args, tmp_path):
+def run_check(solution, *args, tmp_path, fast=FAST):
     report = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "check.py"), "--solution", str(solution), *FAST, *args,
+    proc = subprocess.run([sys.executable, str(ROOT / "check.py"), "--solution", str(solution), *fast, *args,
                            "--json", str(report)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     return proc, json.loads(report.read_text())
 
@@ -30,7 +33,9 @@ def make_broken(edits, tmp_path):
 
 
 def failed_checks(report):
-    return {name for row in report["rows"] for name, (ok, _) in row["checks"].items() if not ok and name != "exact"}
+    """The checks that failed the report's verdict, by check.py's own policy."""
+    return {name for row in report["rows"]
+            for name in check.failed_checks(row["checks"], report["strict"], report["environment"]["device"])}
 
 
 def test_real_solution_passes_every_check(tmp_path):
@@ -38,7 +43,40 @@ def test_real_solution_passes_every_check(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["passed"] and not failed_checks(report)
     assert report["static"] == {"single_file": [], "numerics": []}
-    assert proc.stdout.splitlines()[0].startswith("check.py: no GPU found")
+    assert report["rows"][0]["nonfinite_groups"] > 0  # the specials family ran
+    if not torch.cuda.is_available():
+        assert proc.stdout.splitlines()[0].startswith("check.py: no GPU found")
+
+
+@pytest.mark.parametrize("name", sorted(FAKES))
+def test_fake_solution_fails_the_check_it_is_made_for(name, tmp_path):
+    _, _, check_name, detail = FAKES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(fake_source(name))
+    proc, report = run_check(path, tmp_path=tmp_path,
+                             fast=["--shapes", "128x128", "--seeds", "1", "--families", "randn", "specials"])
+    assert proc.returncode == 1  # triton_only, for every fake
+    checks = report["rows"][0]["checks"]
+    failed = {n for n, (ok, _) in checks.items() if not ok}
+    if check_name is None:
+        assert failed == {"triton_only"}, checks
+    else:
+        assert check_name in failed and detail in checks[check_name][1], checks
+        assert f" {check_name}: " in proc.stdout or check_name == "exact"  # exact is printed only where it counts
+
+
+def test_route_is_forced_through_the_environment_and_reported(tmp_path):
+    path = tmp_path / "routed.py"
+    path.write_text("import os\n\n\ndef route_for(device):\n    return os.environ.get('SILU_DOT_ROUTE', 'own') + "
+                    "':' + str(device)\n\n\ndef silu_dot_fwd_bwd_quant_fuse(*args, **kwargs):\n"
+                    "    raise ValueError('not implemented')\n")
+    proc, report = run_check(path, "--route", "amd", tmp_path=tmp_path, fast=["--shapes", "128x128", "--seeds", "1",
+                                                                             "--families", "randn"])
+    device = report["environment"]["device"]
+    assert f"route: amd:{device}" in proc.stdout.splitlines()
+    assert report["route"] == {"requested": "amd", "taken": f"amd:{device}"}
+    checks = report["rows"][0]["checks"]
+    assert all(not ok and "raised ValueError: not implemented" in detail for ok, detail in checks.values())
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))

@@ -16,12 +16,17 @@ def _copy(outputs):
     return tuple(t.clone() for t in outputs)
 
 
-def test_identical_outputs_pass_with_zero_differences():
+def test_compare_counts_nothing_for_equal_outputs_and_one_byte_for_one_changed_int8():
     ref = _reference_case()
     result = harness.compare(_copy(ref), ref)
-    assert result["passed"]
-    assert sum(result["differing_bytes"].values()) == 0
-    assert result["scale_tol_used"] == 0
+    assert result["passed"] and result["totals"] == harness.no_totals()
+    out = _copy(ref)
+    out[2][3, 7] = ref[2][3, 7] + (1 if ref[2][3, 7] < 127 else -1)
+    result = harness.compare(out, ref)
+    assert result["differing_bytes"] == {"grad_input_q": 0, "grad_input_s": 0, "y_q_t": 1, "y_s_t": 0}
+    assert result["totals"]["differing_bytes"] == 1
+    assert 0 < result["totals"]["max_dequant_err"] == max(c["max_abs_err"] for c in result["checks"])
+    assert result["totals"]["scale_tol_used"] == result["scale_tol_used"] == 0
 
 
 def test_scale_one_bf16_ulp_of_absmax_off_fails_the_scale_check():
@@ -57,12 +62,54 @@ def test_differing_bytes_counts_bytes_not_elements():
     assert harness.differing_bytes(torch.tensor([1, 2], dtype=torch.int8), torch.tensor([1, 3], dtype=torch.int8)) == 1
 
 
-def test_unwritten_finds_poison_and_nan():
+def test_unwritten_finds_the_poison_and_not_other_nans():
     out = harness.new_outputs(128, 128)
     counts = harness.unwritten(out)
     assert counts == {"grad_input_q": 128 * 256, "grad_input_s": 256, "y_q_t": 128 * 128, "y_s_t": 128}
-    out[0].zero_(); out[1].zero_(); out[2].zero_(); out[3].zero_()
-    assert not any(harness.unwritten(out).values())
+    out[0].zero_(); out[1].fill_(float("nan")); out[2].zero_(); out[3].fill_(-float("nan"))
+    assert not any(harness.unwritten(out).values())  # a written NaN scale is a result, not poison
+
+
+def test_differing_bytes_holds_any_nan_equal_to_any_nan_and_nothing_else():
+    bits = torch.tensor([0x7FC00000, -0x400000, 0x7FC0DEAD, 0x7F800000, 0x3F800000], dtype=torch.int32)
+    values = bits.view(torch.float32)  # NaN, -NaN, NaN with a payload, inf, 1.0
+    nans = torch.tensor([0x7FFFFFFF] * 3, dtype=torch.int32).view(torch.float32)
+    assert harness.differing_bytes(values[:3], nans) == 0
+    assert harness.differing_bytes(values[3:], values[3:].clone()) == 0
+    assert harness.differing_bytes(values[3:4], nans[:1]) == 3  # inf 0x7F800000 against NaN 0x7FFFFFFF
+    assert harness.differing_bytes(values[4:], nans[:1]) == 4   # 1.0 0x3F800000 against NaN
+    with pytest.raises(ValueError, match="cannot compare"):
+        harness.differing_bytes(values, values.double())
+
+
+JUDGE_CASES = {  # expected, actual
+    "equal": ([1.0, 2.0], [1.0, 2.0]),
+    "inside atol": ([0.0], [0.99e-4]),
+    "outside atol": ([0.0], [1.01e-4]),
+    "equal infinities": ([float("inf"), -float("inf")], [float("inf"), -float("inf")]),
+    "opposite infinities": ([float("inf")], [-float("inf")]),
+    "NaN against NaN": ([float("nan")], [float("nan")]),
+    "NaN against a number": ([float("nan")], [1.0]),
+    "a number against NaN": ([1.0], [float("nan")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JUDGE_CASES))
+def test_judge_as_written_is_assert_close_and_passed_forgives_only_nan_pairs(case):
+    expected, actual = (torch.tensor(v) for v in JUDGE_CASES[case])
+    try:
+        torch.testing.assert_close(actual, expected, **harness.SCALE_TOL)
+        assert_close_passes = True
+    except AssertionError:
+        assert_close_passes = False
+    result = harness._judge(case, actual, expected, harness.SCALE_TOL)
+    assert result["passed_as_written"] is assert_close_passes
+    nan_pairs = int((torch.isnan(actual) & torch.isnan(expected)).sum())
+    assert result["nan_pairs"] == nan_pairs
+    assert result["passed"] is (assert_close_passes or case == "NaN against NaN")
+    # A NaN pair or equal infinities are no error; an infinity or NaN against anything else is an infinite one.
+    infinite = {"opposite infinities", "NaN against a number", "a number against NaN"}
+    assert (result["max_abs_err"] == float("inf")) is (case in infinite)
 
 
 def test_dequantize_applies_each_scale_to_its_group():
@@ -77,10 +124,51 @@ def test_input_families_are_seeded_and_not_all_zero(family):
     x1, g1 = harness.make_inputs(128, 512, seed=7, family=family)
     x2, g2 = harness.make_inputs(128, 512, seed=7, family=family)
     x3, _ = harness.make_inputs(128, 512, seed=8, family=family)
-    assert torch.equal(x1, x2) and torch.equal(g1, g2)
-    assert not torch.equal(x1, x3)
+    def same_bits(a, b):
+        return torch.equal(a.view(torch.int16), b.view(torch.int16))  # NaN inputs (specials) too
+
+    assert same_bits(x1, x2) and same_bits(g1, g2)
+    assert not same_bits(x1, x3)
     assert x1.dtype == torch.bfloat16 and x1.shape == (128, 1024) and g1.shape == (128, 512)
     assert (x1 != 0).float().mean() > 0.5 and (g1 != 0).float().mean() > 0.5
+
+
+def test_a_familys_inputs_do_not_depend_on_the_order_or_number_of_families(monkeypatch):
+    before = {f: harness.make_inputs(128, 256, seed=1, family=f) for f in harness.FAMILIES}
+    monkeypatch.setattr(harness, "FAMILIES", ("added_family",) + tuple(reversed(harness.FAMILIES)))
+    for family, (x, gy) in before.items():
+        x2, gy2 = harness.make_inputs(128, 256, seed=1, family=family)
+        assert x.view(torch.int16).equal(x2.view(torch.int16)) and gy.view(torch.int16).equal(gy2.view(torch.int16))
+
+
+def test_specials_family_holds_every_special_and_the_reference_makes_nonfinite_groups():
+    M, H = 128, 256
+    x, gy = harness.make_inputs(M, H, seed=0, family="specials")
+    gate, up, gy = x[:, :H].float(), x[:, H:].float(), gy.float()
+    inf = float("inf")
+    assert (gate == inf).any() and (gate == -inf).any() and gate.isnan().any()
+    assert up.isnan().any() and gy.isnan().any() and (gy == inf).any() and (gy == -inf).any()
+    assert ((up == inf) & (gy == 0)).any()  # inf * 0
+    assert int((~torch.isfinite(x.float())).sum() + (~torch.isfinite(gy)).sum()) <= 12  # a handful
+    ref = harness.run_reference(*harness.make_inputs(M, H, seed=0, family="specials"))
+    assert ref[1].isnan().any() and ref[1].isinf().any() and ref[3].isnan().any() and ref[3].isinf().any()
+    assert torch.isfinite(ref[1]).float().mean() > 0.9  # most groups stay finite
+    result = harness.compare(_copy(ref), ref)
+    assert result["totals"]["nonfinite_groups"] == int((~torch.isfinite(ref[1])).sum() + (~torch.isfinite(ref[3])).sum())
+    # The reference against itself: the judge as written fails (NaN != NaN), check.py's rule passes.
+    assert result["passed"] and not result["passed_as_written"] and result["totals"]["nan_pairs"] > 0
+    assert result["totals"]["differing_bytes"] == 0
+
+
+def test_a_finite_scale_for_a_nan_group_fails_the_judge_and_exactness():
+    ref = harness.run_reference(*harness.make_inputs(128, 256, seed=0, family="specials"))
+    out = _copy(ref)
+    nan_group = out[1].isnan().nonzero()[0].tolist()
+    out[1][tuple(nan_group)] = 1.0
+    result = harness.compare(out, ref)
+    check = next(c for c in result["checks"] if c["name"] == "grad_input_s")
+    assert not check["passed"] and check["mismatches"] == 1 and check["first_failures"][0]["index"] == nan_group
+    assert result["differing_bytes"]["grad_input_s"] > 0
 
 
 def test_zeros_family_produces_zero_groups_and_the_scale_floor():
