@@ -49,8 +49,7 @@ import torch
 import harness
 import measure
 
-ROUTE_ENV = "SILU_DOT_ROUTE"
-ROUTES = ("nvidia", "amd", "generic")
+ROUTE_ENV, ROUTES = harness.ROUTE_ENV, harness.ROUTES
 
 
 # ---------------------------------------------------------------- command line
@@ -86,9 +85,7 @@ def apply_route(route):
         os.environ[ROUTE_ENV] = route
 
 
-def route_name(module, device):
-    route_for = getattr(module, "route_for", None)
-    return route_for(device) if callable(route_for) else "unknown"
+route_name = harness.route_name
 
 
 def header(env):
@@ -295,8 +292,8 @@ def main(argv=None):
         paths["baseline"] = args.baseline
     solutions, modules = {}, {}
     for name, path in paths.items():
-        solutions[name] = harness.load_solution(path, name=f"{name}_for_bench")
-        modules[name] = sys.modules[f"{name}_for_bench"]
+        modules[name] = harness.load_solution_module(path, name=f"{name}_for_bench")
+        solutions[name] = harness.solution_function(modules[name])
     names = list(solutions)
     reference = harness.reference_fn()
     print(header(env), flush=True)

@@ -6,6 +6,7 @@ Usage: python tools/sweep.py [--solution PATH] [--variants JSON] [--json PATH]
 """
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def main():
         speedups = [ref_us[l] / us for l, _, _, us in times]
         big = [harness.min_bytes(M, H) / (us * 1e-6) / 1e9 for l, M, H, us in times if M * H >= 16 * 2**20]
         row = {"variant": variant._asdict(), **info, "bad_bytes": bad_bytes,
-               "mean_speedup": sum(speedups) / len(speedups),
+               "mean_speedup": statistics.mean(speedups),
                "big_gbps": big, "us": {l: round(us, 2) for l, _, _, us in times}}
         rows.append(row)
         print(json.dumps(row), flush=True)
