@@ -40,8 +40,9 @@ Set SILU_DOT_ROUTE=nvidia|amd|generic before the first call on a device to force
 Under the Triton interpreter (TRITON_INTERPRET=1, CPU) the kernel takes
 INTERPRET as a constexpr and substitutes, only there: tl.exp for libdevice's
 exp (which does not exist there), an explicit round-to-nearest-even for the
-fp32 -> bf16 cast (which truncates there), and IEEE division for the
-quantizer (tl.fma rounds twice there). tests/test_interpreter_substitutions.py
+fp32 -> bf16 cast (which truncates there), IEEE division for the quantizer
+(tl.fma rounds twice there), and for the NaN-keeping group max an integer max of
+the magnitudes' bits (a tl.reduce with a combine function is slow there). tests/test_interpreter_substitutions.py
 proves these against PyTorch.
 
 Tools reach this file only through its public names: ROUTES, route_for,
@@ -160,9 +161,15 @@ def _max_keeping_nan(a, b):
 
 
 @triton.jit
-def group_absmax(v, axis: tl.constexpr):
-    """max |v| along axis, NaN if any element is NaN, as torch.amax (tl.max drops NaN)."""
-    return tl.reduce(tl.abs(v), axis, _max_keeping_nan)
+def group_absmax(v, axis: tl.constexpr, INTERPRET: tl.constexpr):
+    """max |v| along axis, NaN if any element is NaN, as torch.amax (tl.max drops NaN on the GPU)."""
+    if INTERPRET:
+        # A tl.reduce with a combine function runs ~15x slower here, and tl.max drops NaN here too. With
+        # the sign cleared, fp32 bit patterns order as integers, and NaN's lie above inf's.
+        magnitude = v.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+        return tl.max(magnitude, axis=axis).to(tl.float32, bitcast=True)
+    else:
+        return tl.reduce(tl.abs(v), axis, _max_keeping_nan)
 
 
 @triton.jit
@@ -262,8 +269,8 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, INTERPRET, SIGMOID_TABLE)
     y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, INTERPRET)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
-    s_gate = group_scale(group_absmax(d_gate, 1))
-    s_up = group_scale(group_absmax(d_up, 1))
+    s_gate = group_scale(group_absmax(d_gate, 1, INTERPRET))
+    s_up = group_scale(group_absmax(d_up, 1, INTERPRET))
     q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], INTERPRET, CUDA_ARCH)
     q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], INTERPRET, CUDA_ARCH)
     q_offs = rows[:, None] * stride_gq + cols[None, :]
@@ -313,7 +320,7 @@ def _silu_dot_quant_kernel(
         # Through L1: this program wrote the slot (ordered by the barrier above), and most of its lines
         # are still in this SM's L1, so the read-back costs little L2 traffic.
         y_t = tl.load(slot + h[:, None] * GROUP + local[None, :]).to(tl.float32)
-        s_y = group_scale(group_absmax(y_t, 1))
+        s_y = group_scale(group_absmax(y_t, 1, INTERPRET))
         _store_scales(y_s_ptr + (pid_h * GROUP + h) * stride_ys + pid_m, s_y, CUDA_ARCH)
         tl.store(y_q_ptr + (pid_h * GROUP + h)[:, None] * stride_yq + (pid_m * GROUP + local)[None, :],
                  quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], INTERPRET, CUDA_ARCH))
@@ -540,6 +547,14 @@ def route_for(device):
 _compiled = {}
 
 
+def _all_aligned(tensors):
+    """Every data pointer 16-byte aligned (one test of the pointers or-ed together: cheap per call)."""
+    bits = 0
+    for t in tensors:
+        bits |= t.data_ptr()
+    return bits % 16 == 0
+
+
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's main kernel for them; returns the compiled kernel.
     settings (LaunchSettings) overrides the route's own, for design sweeps."""
@@ -553,7 +568,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
-    key = (device, settings, all(t.data_ptr() % 16 == 0 for t in args),
+    key = (device, settings, _all_aligned(args),
            strides[0] % 16, strides[1] % 16, strides[2] % 16, strides[4] % 16)
     kernel = _compiled.get(key)
     if kernel is not None:

@@ -47,7 +47,7 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < N_V
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
-    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
+    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1, False))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
     q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], False, CUDA_ARCH)
     tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
@@ -122,13 +122,13 @@ def check_quantizer(cuda_arch, chunk=512):
             "scale_diffs": s_diff, "int8_diffs": q_diff, "int8_diffs_value_above_absmax": q_diff_outside}
 
 
-def check_sigmoid(sigmoid_table):
+def check_sigmoid(use_table):
     g = all_bf16("cuda").float().contiguous()
     table = sigmoid_table()
     result = {"gates_not_nan": int((~torch.isnan(g)).sum())}
     direct, lookup = torch.empty_like(g), torch.empty_like(g)
     _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=sigmoid_table, enable_fp_fusion=False)
+                                          SIGMOID_TABLE=use_table, enable_fp_fusion=False)
     ref = torch.sigmoid(g)
     counted = ~torch.isnan(g)
     result["direct_diffs"] = int(((direct.view(torch.int32) != ref.view(torch.int32)) & counted).sum())
@@ -137,7 +137,7 @@ def check_sigmoid(sigmoid_table):
     return result
 
 
-def check_elementwise(pairs_per_gate, sigmoid_table, seed=0):
+def check_elementwise(pairs_per_gate, use_table, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     gates = all_bf16("cuda")
     table = sigmoid_table()
@@ -150,7 +150,7 @@ def check_elementwise(pairs_per_gate, sigmoid_table, seed=0):
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(3)]
         _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=sigmoid_table, enable_fp_fusion=False)
+                                          SIGMOID_TABLE=use_table, enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
         silu = gate * sigmoid
@@ -187,12 +187,12 @@ def main():
         print(f"scale and quantizer, CUDA_ARCH={cuda_arch} ({'PTX' if cuda_arch else 'tl twin'}):", result[name],
               flush=True)
         total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
-    for sigmoid_table in (True, False):
-        where = "table" if sigmoid_table else "computed"
-        result[f"sigmoid_{where}"] = check_sigmoid(sigmoid_table)
+    for use_table in (True, False):
+        where = "table" if use_table else "computed"
+        result[f"sigmoid_{where}"] = check_sigmoid(use_table)
         print(f"sigmoid over every bf16 gate but NaN (direct, through sigmoid_lookup {where}):",
               result[f"sigmoid_{where}"], flush=True)
-        result[f"elementwise_{where}"] = check_elementwise(args.pairs_per_gate, sigmoid_table)
+        result[f"elementwise_{where}"] = check_elementwise(args.pairs_per_gate, use_table)
         print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}:",
               result[f"elementwise_{where}"], flush=True)
         total += result[f"sigmoid_{where}"]["diffs"] + sum(result[f"elementwise_{where}"]["diffs"].values())
