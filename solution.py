@@ -32,9 +32,10 @@ picks only data movement and launch settings (see ROUTES):
   * nvidia:  inline PTX pieces where the arch has the instruction, the table
              gathered through shared memory, maxnreg;
   * amd:     no inline asm and no NVIDIA-only options, 64-wide wavefronts;
-  * generic: core tl only, 256 threads a program whatever the warp size.
-Where Triton has no tl.gather (before 3.3), the sigmoid is computed per element instead of
-gathered from the table: the same function, the same values.
+  * generic: core tl (and libdevice's exp, which exactness needs), 256 threads a
+             program whatever the warp size.
+Where Triton has no working tl.gather (before 3.4), the sigmoid is computed per element
+instead of gathered from the table: the same function, the same values.
 Set SILU_DOT_ROUTE=nvidia|amd|generic before the first call on a device to force one.
 
 Under the Triton interpreter (TRITON_INTERPRET=1, CPU) the kernel takes
@@ -128,7 +129,7 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
     """sigmoid(gate) for bf16-valued fp32 gates.
 
     SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton
-    3.3+). The magnitude's bits are clamped to the table's range with integer min/max, so +-inf read
+    3.4+). The magnitude's bits are clamped to the table's range with integer min/max, so +-inf read
     the ends (sigmoid 1 and 0, as torch gives) and NaN reads some entry (the gate itself then makes
     every output NaN). Otherwise each element's sigmoid is computed: the same function that filled
     the table, so the same value.
@@ -281,7 +282,12 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     return y
 
 
-@triton.jit(do_not_specialize=["stride_gs", "stride_ys"])
+# Scale rows are stored one float at a time, so their strides gain nothing from specialization, and
+# not specializing them keeps the number of compiled variants down.
+_UNSPECIALIZED_STRIDES = ("stride_gs", "stride_ys")
+
+
+@triton.jit(do_not_specialize=_UNSPECIALIZED_STRIDES)
 def _silu_dot_quant_kernel(
     x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
     M, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
@@ -355,13 +361,21 @@ def route_for_target(backend, arch, warp_size, device_name=None):
 
     backend is the target's backend ("cuda", "hip", or a vendor's own name), arch its compute
     capability or gfx name. A "cuda" device whose name is not NVIDIA's (a vendor's CUDA-compatible
-    fork) has no PTX: generic. Anything unknown takes the generic route, which uses core tl only.
+    fork) has no PTX: generic. Anything unknown takes the generic route: core tl, no vendor options.
     """
-    if backend == "cuda" and isinstance(arch, int) and (device_name is None or "NVIDIA" in device_name.upper()):
+    if backend == "cuda" and isinstance(arch, int) and (device_name is None or _is_nvidia_name(device_name)):
         return "nvidia"
     if backend == "hip":
         return "amd"
     return "generic"
+
+
+def _is_nvidia_name(name):
+    """NVIDIA's device names: "NVIDIA H100 80GB HBM3", and on older drivers "Tesla V100-SXM2-16GB",
+    "A100-SXM4-40GB", "GeForce RTX 3090", "Quadro RTX 8000", "TITAN V"."""
+    upper = name.upper()
+    return (any(word in upper for word in ("NVIDIA", "TESLA", "GEFORCE", "QUADRO", "TITAN"))
+            or re.match(r"[AHLBT]\d{2,3}\b", upper) is not None)
 
 
 def launch_settings(route, M, H, sm_count=None, warp_size=32):
@@ -405,8 +419,7 @@ def launch_plan(route, M, H, arch=None, sm_count=None, warp_size=32, settings=No
         options["maxnreg"] = settings.maxnreg
     main = KernelLaunch(
         _silu_dot_quant_kernel,
-        # H first (see the kernel). M // 128 < 65536, a grid's second dimension's limit, because
-        # _check_inputs caps every offset below 2**31.
+        # H first (see the kernel). _check_inputs keeps M // 128 within a grid's second dimension.
         (H // GROUP_SIZE, M // GROUP_SIZE, 1),
         {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32", "y_q_ptr": "*i8",
          "y_s_ptr": "*fp32", "table_ptr": "*fp32", "scratch_ptr": "*bf16", "M": "i32", "H": "i32",
@@ -471,6 +484,9 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
+    if M // GROUP_SIZE > 65535:
+        raise ValueError(f"M must be at most {65535 * GROUP_SIZE} (M / {GROUP_SIZE} programs along a grid "
+                         f"dimension of at most 65535), got M={M}")
     layout = _layouts.get((M, H))
     if layout is None:
         layout = _layouts[(M, H)] = tuple(zip(_NAMES, *zip(*_expected_layout(M, H).values())))
@@ -510,6 +526,7 @@ class _Device:
         forced_route = os.environ.get("SILU_DOT_ROUTE")
         if forced_route and forced_route not in ROUTES:
             raise ValueError(f"SILU_DOT_ROUTE must be one of {ROUTES}, got {forced_route!r}")
+        self.index = x.get_device()
         self.backend, self.arch, self.warp_size = _target(x)
         self.sm_count = name = None
         if x.is_cuda:
@@ -547,12 +564,24 @@ def route_for(device):
 _compiled = {}
 
 
-def _all_aligned(tensors):
-    """Every data pointer 16-byte aligned (one test of the pointers or-ed together: cheap per call)."""
-    bits = 0
-    for t in tensors:
-        bits |= t.data_ptr()
-    return bits % 16 == 0
+def _specialization(tensors, strides, storage_below_2gb):
+    """What Triton specializes the main kernel on, per call: each pointer's 16-byte alignment, each
+    specialized stride's divisibility by 16 (M and H are multiples of 128) and, on AMD, whether each
+    tensor's storage is under 2 GiB (32-bit buffer offsets)."""
+    aligned = 0
+    for i, t in enumerate(tensors):
+        aligned |= (t.data_ptr() % 16 == 0) << i
+    divisible = 0
+    for i in _SPECIALIZED_STRIDES:
+        divisible |= (strides[i] % 16 == 0) << i
+    if not storage_below_2gb:
+        return aligned, divisible
+    return aligned, divisible, tuple(t.untyped_storage().nbytes() < 2**31 for t in tensors)
+
+
+# The strides Triton specializes on: those the kernel does not exclude with do_not_specialize.
+_STRIDE_NAMES = ("stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
+_SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name not in _UNSPECIALIZED_STRIDES)
 
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
@@ -560,6 +589,9 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     settings (LaunchSettings) overrides the route's own, for design sweeps."""
     M, H, strides = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     device = _device(x)
+    if x.is_cuda and device.index != torch.cuda.current_device():
+        with torch.cuda.device(x.device):  # Triton launches on the current device and its stream
+            return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
     if settings is None:
         settings = device.settings.get((M, H))
         if settings is None:
@@ -568,15 +600,17 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
-    key = (device, settings, _all_aligned(args),
-           strides[0] % 16, strides[1] % 16, strides[2] % 16, strides[4] % 16)
+    key = (device, settings, _specialization(args, strides, device.backend == "hip"))
     kernel = _compiled.get(key)
     if kernel is not None:
-        kernel[grid](*args, M, H, *strides, *kernel.constexpr_values)
-        return kernel
+        try:
+            kernel[grid](*args, M, H, *strides, *kernel.constexpr_values)
+            return kernel
+        except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
+            _compiled[key] = None
     plan = launch_plan(device.route, M, H, device.arch, device.sm_count, device.warp_size, settings)[1]
     kernel = plan.kernel[plan.grid](*args, M, H, *strides, **plan.constexprs, **plan.options)
-    if not _INTERPRET:
+    if not _INTERPRET and key not in _compiled:
         # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
         kernel.constexpr_values = tuple(plan.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
         _compiled[key] = kernel

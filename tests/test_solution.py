@@ -70,6 +70,26 @@ def test_bad_input_raises_clear_value_error(case):
         solution.silu_dot_fwd_bwd_quant_fuse(*args, **kwargs)
 
 
+def test_more_token_blocks_than_a_grid_dimension_holds_are_rejected():
+    M = 65536 * 128
+    x = torch.empty(M, 256, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="M must be at most 8388480"):
+        solution.silu_dot_fwd_bwd_quant_fuse(x, torch.empty(M, 128, dtype=torch.bfloat16),
+                                             *[torch.empty(0)] * 4)
+
+
+def test_the_compiled_kernel_cache_tells_apart_each_pointers_alignment():
+    # A kernel compiled for x aligned and grad_y not must not be reused for the reverse (issue: review).
+    buf = torch.zeros(4096, dtype=torch.bfloat16)
+    aligned, offset = buf[0:128], buf[1:129]
+    strides = (256, 128, 256, 2, 128, 1)
+    first = solution._specialization((aligned, offset), strides, False)
+    second = solution._specialization((offset, aligned), strides, False)
+    assert first != second
+    assert solution._specialization((aligned,), strides, True)[2] == (True,)  # AMD: storage under 2 GiB
+    assert solution._SPECIALIZED_STRIDES == (0, 1, 2, 4)  # stride_gs and stride_ys are not specialized
+
+
 def test_h_not_multiple_of_128_is_rejected():
     x = torch.zeros(128, 2 * 192, dtype=torch.bfloat16)
     gy = torch.zeros(128, 192, dtype=torch.bfloat16)
@@ -98,6 +118,9 @@ def test_routes_by_target():
     assert solution.route_for_target("cuda", 90, 32, "NVIDIA H100 80GB HBM3") == "nvidia"
     assert solution.route_for_target("cuda", 80, 32) == "nvidia"
     assert solution.route_for_target("cuda", 80, 64, "Iluvatar BI-V150") == "generic"  # a CUDA-like fork
+    assert solution.route_for_target("cuda", 70, 32, "MetaX C500") == "generic"
+    for name in ("Tesla V100-SXM2-16GB", "A100-SXM4-40GB", "GeForce RTX 3090", "H100 PCIe", "TITAN V"):
+        assert solution.route_for_target("cuda", 80, 32, name) == "nvidia", name  # older drivers' names
     assert solution.route_for_target("hip", "gfx942", 64) == "amd"
     assert solution.route_for_target("musa", 31, 32) == "generic"
     assert solution.route_for_target("npu", "Ascend910B", 32) == "generic"
