@@ -80,12 +80,9 @@ def target_label(backend, arch):
 # ---------------------------------------------------------------- plan (run in a clean process)
 
 def _load_solution(path):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("solution_under_compile", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(ROOT))
+    import harness
+    return harness.load_solution_module(path, name="solution_under_compile")
 
 
 def settings_text(launch):
@@ -97,9 +94,8 @@ def settings_text(launch):
 def plan(solution_path, targets):
     """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
     shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
-    sys.path.insert(0, str(ROOT))
-    import harness
     solution = _load_solution(solution_path)
+    import harness  # on the path now
     shapes = [s for group in SHAPE_GROUPS for s in harness.load_shapes(group)]
     jobs = []
     for backend, arch, warp_size in targets:
@@ -124,7 +120,7 @@ def plan(solution_path, targets):
 
 # ---------------------------------------------------------------- one compile (run in its own process)
 
-def _source(launch, triton):
+def ast_source(launch):
     """ASTSource for a launch with every pointer 16-byte aligned and every specialized integer divisible
     by 16, as contiguous inputs give (the kernel's do_not_specialize arguments are left alone)."""
     from triton.compiler import ASTSource
@@ -166,7 +162,7 @@ def compile_one(job, solution_path):
     launch = solution.launch_plan(job["route"], job["M"], job["H"], arch=job["arch"], sm_count=job["sm_count"],
                                   warp_size=job["warp_size"])[job["index"]]
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
-    src = _source(launch, triton)
+    src = ast_source(launch)
     src = src(target) if callable(src) else src
     stages_seen = _record_stages(job["backend"])
     linked = True

@@ -51,6 +51,7 @@ route_for_target, LaunchSettings, launch_settings, launch_plan, launch, and
 the math helpers sigmoid, sigmoid_lookup, silu_dot_fwd_bwd, group_absmax,
 group_scale and quantize. PERF_NOTES.md tells the design history.
 """
+import contextlib
 import os
 import re
 from typing import NamedTuple, Optional
@@ -433,9 +434,6 @@ def launch_plan(route, M, H, arch=None, sm_count=None, warp_size=32, settings=No
 
 # ---------------------------------------------------------------- inputs
 
-_NAMES = ("x", "grad_y", "grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
-
-
 def _expected_layout(M, H):
     """{name: (shape, dtype)} of every argument for x of shape (M, 2H)."""
     return {"x": ((M, 2 * H), torch.bfloat16),
@@ -489,7 +487,8 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
                          f"dimension of at most 65535), got M={M}")
     layout = _layouts.get((M, H))
     if layout is None:
-        layout = _layouts[(M, H)] = tuple(zip(_NAMES, *zip(*_expected_layout(M, H).values())))
+        layout = _layouts[(M, H)] = tuple((name, shape, dtype)
+                                          for name, (shape, dtype) in _expected_layout(M, H).items())
     device = x.device
     strides = []
     for (name, shape, dtype), t in zip(layout, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)):
@@ -507,10 +506,7 @@ def _target(x):
     if _INTERPRET:
         return ("interpreter", None, 32)
     try:
-        if x.is_cuda:
-            with torch.cuda.device(x.device):
-                target = triton.runtime.driver.active.get_current_target()
-        else:
+        with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
             target = triton.runtime.driver.active.get_current_target()
         return (target.backend, target.arch, target.warp_size)
     except Exception:  # a vendor fork without this API: nothing known, so the generic route
@@ -520,7 +516,8 @@ def _target(x):
 class _Device:
     """What a call needs to know about its device, set up on its first call there: the route (forced by
     SILU_DOT_ROUTE as it is then), the target's arch and warp size, the number of SMs (None where
-    unknown), the sigmoid table, and the launch settings of each shape seen."""
+    unknown), the sigmoid table, the launch settings of each shape seen, and whether Triton specializes
+    pointers on their storage's size there."""
 
     def __init__(self, x):
         forced_route = os.environ.get("SILU_DOT_ROUTE")
@@ -534,6 +531,7 @@ class _Device:
             self.sm_count, name = properties.multi_processor_count, properties.name
         self.route = forced_route or route_for_target(self.backend, self.arch, self.warp_size, name)
         self.settings = {}
+        self.specializes_on_storage_size = self.backend == "hip"  # AMD's 32-bit buffer offsets
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         table_launch = launch_plan(self.route, GROUP_SIZE, GROUP_SIZE, self.arch, self.sm_count,
                                    self.warp_size)[0]
@@ -600,7 +598,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch)
     grid = (H // GROUP_SIZE, M // GROUP_SIZE, 1)
-    key = (device, settings, _specialization(args, strides, device.backend == "hip"))
+    key = (device, settings, _specialization(args, strides, device.specializes_on_storage_size))
     kernel = _compiled.get(key)
     if kernel is not None:
         try:

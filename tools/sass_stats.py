@@ -15,9 +15,9 @@ from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import compile_matrix  # noqa: E402
 import solution  # noqa: E402
 
 
@@ -25,12 +25,8 @@ def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096):
     """The route's main kernel as solution.launch_plan describes it, compiled for cuda `arch` with every
     pointer 16-byte aligned and every specialized integer divisible by 16 (contiguous inputs)."""
     launch = solution.launch_plan(route, M, H, arch=arch, sm_count=132, settings=settings)[-1]
-    names = list(launch.kernel.arg_names)
-    specialized = [i for i, n in enumerate(names) if n in launch.signature and n not in launch.kernel.do_not_specialize]
-    attrs = {(i,): [["tt.divisibility", 16]] for i in specialized}
-    signature = {**launch.signature, **{k: "constexpr" for k in launch.constexprs}}
-    src = ASTSource(fn=launch.kernel, signature=signature, constexprs=launch.constexprs, attrs=attrs)
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=launch.options)
+    return triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
+                          options=launch.options)
 
 
 def resources(kernel):
