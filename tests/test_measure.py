@@ -30,7 +30,7 @@ def test_no_tool_imports_bench():
 
 
 def test_the_timing_tools_take_their_settings_from_measure():
-    for name in ("sweep.py", "l2_flush_probe.py", "phase_timeline.py"):
+    for name in ("sweep.py", "movers.py", "l2_flush_probe.py", "phase_timeline.py"):
         assert "measure" in _imported_modules(harness.ROOT / "tools" / name), name
     assert "measure" in _imported_modules(harness.ROOT / "bench.py")
 

@@ -1,8 +1,11 @@
 """Design sweep on the GPU: launch variants of a solution's kernel on the benchmark shapes.
 
-For each variant (solution.LaunchSettings fields, launched through solution.launch): 0 differing bytes against the
-reference (one randn seed per shape), registers and spills, and the cold-L2 median time.
-Usage: python tools/sweep.py [--solution PATH] [--variants JSON] [--json PATH]
+For each variant (solution.LaunchSettings fields, launched through solution.launch): differing bytes
+against the reference (seed 0 of each --families family per shape), registers and spills, and per
+shape the cold-L2 median time and its % of the same-bytes copy timed the same way (measure.py), the
+floor under this timing. Variants run interleaved per shape, so drift hits them alike.
+Usage: python tools/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
+                             [--families F ...] [--json PATH]
 """
 import argparse
 import json
@@ -14,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
-from measure import do_bench  # noqa: E402  (the same timing as bench.py)
+from measure import do_bench, same_bytes_copy_us  # noqa: E402  (the same timing as bench.py)
 
 
 def load_module(path):
@@ -26,50 +29,59 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
     parser.add_argument("--variants", help="JSON list of LaunchSettings field sets (default: the route's own for 8192x4096)")
+    parser.add_argument("--variants-file", help="a file holding that JSON list")
     parser.add_argument("--shapes", nargs="*", default=["benchmark"])
+    parser.add_argument("--families", nargs="*", default=["randn"])
     parser.add_argument("--json")
     args = parser.parse_args()
     solution = load_module(args.solution)
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
-    variants = ([solution.LaunchSettings(**v) for v in json.loads(args.variants)] if args.variants
+    spec = Path(args.variants_file).read_text() if args.variants_file else args.variants
+    variants = ([solution.LaunchSettings(**v) for v in json.loads(spec)] if spec
                 else [solution.launch_settings("nvidia", 8192, 4096, sm_count)])
     shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
     reference = harness.reference_fn()
-    rows = []
-    ref_us = {}
-    cases = {}
+    rows = [{"variant": v._asdict(), "bad_bytes": 0, "us": {}, "floor_pct": {}} for v in variants]
+    ref_us, copy_us = {}, {}
     for label, M, H in shapes:
-        x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
-        ref = harness.run_reference(x, gy, reference)
+        cases = []
+        for family in args.families:
+            x, gy = harness.make_inputs(M, H, seed=0, family=family, device="cuda")
+            cases.append((x, gy, harness.run_reference(x, gy, reference)))
+        x, gy, _ = cases[0]
         outs = harness.new_outputs(M, H, "cuda")
         ref_us[label] = do_bench(lambda: reference(x, gy, *outs))
-        cases[label] = (M, H, x, gy, ref)
-    for variant in variants:
-        times, bad_bytes, info = [], 0, {}
-        for label, (M, H, x, gy, ref) in cases.items():
-            outs = harness.new_outputs(M, H, "cuda")
-            k = solution.launch(x, gy, *outs, settings=variant)
-            info = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
-                    "shared": k.metadata.shared}
-            torch.cuda.synchronize()
-            bad_bytes += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
+        copy_us[label] = same_bytes_copy_us(harness.min_bytes(M, H))
+        for variant, row in zip(variants, rows):
+            if H % (getattr(variant, "groups", 1) * solution.GROUP_SIZE):
+                continue
+            for cx, cgy, ref in cases:
+                outs = harness.new_outputs(M, H, "cuda")
+                k = solution.launch(cx, cgy, *outs, settings=variant)
+                torch.cuda.synchronize()
+                row["bad_bytes"] += sum(harness.differing_bytes(a, e) for a, e in zip(outs, ref))
+            row.update(regs=getattr(k, "n_regs", None), spills=getattr(k, "n_spills", None), shared=k.metadata.shared)
             us = do_bench(lambda: solution.launch(x, gy, *outs, settings=variant))
-            times.append((label, M, H, us))
-        speedups = [ref_us[l] / us for l, _, _, us in times]
-        big = [harness.min_bytes(M, H) / (us * 1e-6) / 1e9 for l, M, H, us in times if M * H >= 16 * 2**20]
-        row = {"variant": variant._asdict(), **info, "bad_bytes": bad_bytes,
-               "mean_speedup": statistics.mean(speedups),
-               "big_gbps": big, "us": {l: round(us, 2) for l, _, _, us in times}}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    print("\nvariant                                   regs spills bad_bytes mean_speedup  big-shape GB/s")
-    for r in rows:
-        print(f"{json.dumps(r['variant']):42s} {r['regs']!s:>4} {r['spills']!s:>6} {r['bad_bytes']:>9} "
-              f"{r['mean_speedup']:>12.2f}  {' '.join(f'{g:.0f}' for g in r['big_gbps'])}")
+            row["us"][label] = round(us, 2)
+            row["floor_pct"][label] = round(100 * copy_us[label] / us, 1)
+        print(label, "copy", round(copy_us[label], 1), " ".join(f"{r['us'].get(label, '-')}" for r in rows), flush=True)
+    for row in rows:
+        row["min_floor_pct"] = min(row["floor_pct"].values())
+        row["mean_speedup"] = statistics.mean(ref_us[l] / us for l, us in row["us"].items())
+    labels = [label for label, _, _ in shapes]
+    print("\n% of the same-bytes copy per shape (copy us / variant us), variants as numbered below")
+    print(f"{'shape':>12} {'copy us':>8} " + " ".join(f"{i:>6}" for i in range(len(rows))))
+    for label in labels:
+        print(f"{label:>12} {copy_us[label]:8.1f} " + " ".join(f"{r['floor_pct'].get(label, '-'):>6}" for r in rows))
+    print()
+    for i, r in enumerate(rows):
+        print(f"{i:>2} {json.dumps(r['variant'])} regs {r.get('regs')} spills {r.get('spills')} "
+              f"bad_bytes {r['bad_bytes']} min % floor {r['min_floor_pct']} mean speedup {r['mean_speedup']:.2f}")
     print("reference us:", {k: round(v, 1) for k, v in ref_us.items()})
     if args.json:
         Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "solution": args.solution,
-                                               "ref_us": ref_us, "rows": rows}, indent=2))
+                                               "families": args.families, "ref_us": ref_us, "copy_us": copy_us,
+                                               "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":
