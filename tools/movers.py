@@ -3,8 +3,8 @@
 A mover reads x and grad_y and writes all four outputs in their real layouts, walking a tile the way
 solution.py's kernel does (MoverSettings: the solution's launch settings, plus patterns it does not
 take), with the same row and column max reductions, the same scale stores and the same discard of
-the y slot. The arithmetic is a few multiplies in place of the sigmoid and the exact quantizer: the
-output is garbage, and only the time means something. A pattern's mover bounds the speed its exact
+the y slot. The arithmetic is a few multiplies in place of the sigmoid (its table's loads and gather
+included) and the exact quantizer: the output is garbage, and only the time means something. A pattern's mover bounds the speed its exact
 solution can reach; `% floor` is copy us over mover us. --ablations leave parts of the pattern out
 (ABLATIONS), to price each part; the first row is the task's bytes moved as flat streams.
 Usage: python tools/movers.py [--variants-file PATH] [--shapes ...] [--json PATH]   (GPU only)
@@ -90,6 +90,7 @@ def _mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, s
             yq_offs = (pid_h * BLOCK_H + slot_channel) * M + pid_m * GROUP + c * CHUNK + slice_token
             tl.store(y_q_ptr + yq_offs, (y.to(tl.float32) * 8.0).to(tl.int8))
         if Y_MODE == 3:  # the same bytes of y_q_t in the same tile, untransposed: no layout change
+            tl.static_assert(GROUPS == 1, "the untransposed y_q_t mode covers one group's tile")
             yq_offs = (pid_h * BLOCK_H + c * CHUNK + slice_token) * M + pid_m * GROUP + slot_channel
             tl.store(y_q_ptr + yq_offs, (y.to(tl.float32) * 8.0).to(tl.int8))
     if Y_MODE == 1:
@@ -131,7 +132,8 @@ def _stream_kernel(x_ptr, grad_y_ptr, grad_q_ptr, y_q_ptr, n_y, BLOCK: tl.conste
 
 
 # Ablations of the pattern: which part of it costs what (Y_MODE 0: no y at all, 1: parked in the slot,
-# 2: y_q_t stored from each slice, 3: the same bytes stored untransposed; SCALES: the four-byte scale stores; REDUCE: the group max reductions).
+# 2: y_q_t stored from each slice, 3: the same bytes stored untransposed; SCALES: the four-byte scale
+# stores; REDUCE: the group max reductions). Modes 0, 2 and 3 have no y groups: no y max, no y_s_t.
 ABLATIONS = {
     "full": dict(Y_MODE=1, SCALES=True, REDUCE=True, DISCARD=True),
     "no discard": dict(Y_MODE=1, SCALES=True, REDUCE=True, DISCARD=False),
@@ -227,7 +229,7 @@ def main():
         print(f"{label:>12} {copy_us[label]:8.1f} " + " ".join(f"{r['floor_pct'].get(label, '-'):>6}" for r in rows))
     for i, r in enumerate(rows):
         print(f"{i:>2} {r['kernel']} {json.dumps(r.get('variant', ''))} {r.get('ablation', '')}: regs {r.get('regs')} "
-              f"spills {r.get('spills')} min % floor {min(r['floor_pct'].values())}")
+              f"spills {r.get('spills')} min % floor {min(r['floor_pct'].values(), default=None)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "copy_us": copy_us, "rows": rows},
                                               indent=2))

@@ -3,7 +3,7 @@
 For each variant (solution.LaunchSettings fields, launched through solution.launch): differing bytes
 against the reference (seed 0 of each --families family per shape), registers and spills, and per
 shape the cold-L2 median time and its % of the same-bytes copy timed the same way (measure.py), the
-floor under this timing. Variants run interleaved per shape, so drift hits them alike.
+floor under this timing. Per shape the copy is timed first, then the variants one after another.
 Usage: python tools/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
                              [--families F ...] [--json PATH]
 """
@@ -31,7 +31,7 @@ def main():
     parser.add_argument("--variants", help="JSON list of LaunchSettings field sets (default: the route's own for 8192x4096)")
     parser.add_argument("--variants-file", help="a file holding that JSON list")
     parser.add_argument("--shapes", nargs="*", default=["benchmark"])
-    parser.add_argument("--families", nargs="*", default=["randn"])
+    parser.add_argument("--families", nargs="+", default=["randn"])
     parser.add_argument("--json")
     args = parser.parse_args()
     solution = load_module(args.solution)
@@ -65,9 +65,9 @@ def main():
             row["us"][label] = round(us, 2)
             row["floor_pct"][label] = round(100 * copy_us[label] / us, 1)
         print(label, "copy", round(copy_us[label], 1), " ".join(f"{r['us'].get(label, '-')}" for r in rows), flush=True)
-    for row in rows:
-        row["min_floor_pct"] = min(row["floor_pct"].values())
-        row["mean_speedup"] = statistics.mean(ref_us[l] / us for l, us in row["us"].items())
+    for row in rows:  # a variant that tiles no shape's H has no times
+        row["min_floor_pct"] = min(row["floor_pct"].values(), default=None)
+        row["mean_speedup"] = statistics.mean([ref_us[l] / us for l, us in row["us"].items()] or [float("nan")])
     labels = [label for label, _, _ in shapes]
     print("\n% of the same-bytes copy per shape (copy us / variant us), variants as numbered below")
     print(f"{'shape':>12} {'copy us':>8} " + " ".join(f"{i:>6}" for i in range(len(rows))))
@@ -76,7 +76,8 @@ def main():
     print()
     for i, r in enumerate(rows):
         print(f"{i:>2} {json.dumps(r['variant'])} regs {r.get('regs')} spills {r.get('spills')} "
-              f"bad_bytes {r['bad_bytes']} min % floor {r['min_floor_pct']} mean speedup {r['mean_speedup']:.2f}")
+              f"bad_bytes {r['bad_bytes']} min % floor {r['min_floor_pct']} mean speedup {r['mean_speedup']:.2f} "
+              f"over {len(r['us'])} shapes")
     print("reference us:", {k: round(v, 1) for k, v in ref_us.items()})
     if args.json:
         Path(args.json).write_text(json.dumps({"env": harness.environment("cuda"), "solution": args.solution,
