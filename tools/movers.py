@@ -72,9 +72,8 @@ def _mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, s
         else:
             s_gate = tl.full([CHUNK, GROUPS], 0.5, tl.float32)
             s_up = s_gate
-        q_offs = rows[:, None, None] * (2 * H) + cols[None, :, :]
-        tl.store(grad_q_ptr + q_offs, (d_gate * (1.0 / s_gate)[:, :, None]).to(tl.int8))
-        tl.store(grad_q_ptr + q_offs + H, (d_up * (1.0 / s_up)[:, :, None]).to(tl.int8))
+        tl.store(grad_q_ptr + x_offs, (d_gate * (1.0 / s_gate)[:, :, None]).to(tl.int8))  # x's shape and strides
+        tl.store(grad_q_ptr + x_offs + H, (d_up * (1.0 / s_up)[:, :, None]).to(tl.int8))
         if SCALES:
             s_offs = rows[:, None] * (2 * H // GROUP) + groups[None, :]
             _store_from_holders(grad_s_ptr + s_offs, s_gate)
@@ -168,15 +167,15 @@ def compiled_counts(ablation, settings=MoverSettings(8, 32, 64, 80), arch=90):
     reductions, slot discards and layout changes, counted in the TTIR and TTGIR. The tests read these to
     see that each ablation leaves out what its name says."""
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    import compile_matrix
     signature = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
                  "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "scratch_ptr": "*bf16", "M": "i32", "H": "i32"}
     constexprs = dict(GROUP=solution.GROUP_SIZE, GROUPS=settings.groups, CHUNK=settings.chunk,
                       Y_CHUNK=settings.y_chunk, SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation])
-    source = ASTSource(fn=_mover_kernel, signature={**signature, **{k: "constexpr" for k in constexprs}},
-                       constexprs=constexprs, attrs={(i,): [["tt.divisibility", 16]] for i in range(9)})
-    kernel = triton.compile(source, target=GPUTarget("cuda", arch, 32),
-                            options={"num_warps": settings.num_warps, "num_stages": 1})
+    launch = solution.KernelLaunch(_mover_kernel, None, signature, constexprs,
+                                   {"num_warps": settings.num_warps, "num_stages": 1})
+    kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
+                            options=launch.options)
     ttir, ttgir = kernel.asm["ttir"], kernel.asm["ttgir"]
     return {"stores": ttir.count("tt.store"), "scale_stores": ttir.count("st.global.b32"),
             "reductions": ttir.count("\"tt.reduce\""), "discards": ttir.count("discard.global.L2"),
