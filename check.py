@@ -54,6 +54,9 @@ ALLOWED_IMPORTS = {"torch", "triton", "numpy"} | set(sys.stdlib_module_names)
 ALLOWED_OPS = {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
                "aten::new_empty_strided", "aten::detach", "aten::alias", "aten::lift_fresh",
                "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset"}
+# Branches the numerics check does not read: code for where libdevice does not exist (the interpreter,
+# Ascend), whose tl.exp is the only exp there.
+EXEMPT_BRANCHES = ("INTERPRET", "NO_LIBDEVICE")
 FAST_MATH_CALLS = {"sigmoid", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "fdiv", "div_full"}
 # The `layouts` check: extra columns per row of each tensor's buffer (the tensor is the buffer's first
 # columns: unit column stride, a longer row stride). Rows 16-byte aligned, then one element wider.
@@ -131,11 +134,11 @@ def _is_jit(fn):
 
 
 def _walk_gpu_path(nodes):
-    """Nodes of a kernel body, leaving out the bodies of `if ...INTERPRET...:` (interpreter-only code)."""
+    """Nodes of a kernel body, leaving out the bodies of `if` tests that name a flag of EXEMPT_BRANCHES."""
     stack = list(nodes)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and "INTERPRET" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_BRANCHES):
             stack.extend(node.orelse)
             continue
         yield node

@@ -3,10 +3,10 @@
     python compile_matrix.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
     (or python check.py --targets ..., which calls this)
 
-For each target backend:arch the route is the solution's route_for_target(backend, arch, warp_size)
-(warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and every
-kernel of launch_plan(route, M, H, ...) is compiled, once per distinct launch (kernel, constexprs,
-compile options) that the benchmark and hidden_like shapes choose.
+For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda and BACKENDS["amd"]
+on hip (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and
+every kernel of its launch_plan(backend, M, H, ...) is compiled, once per distinct launch (kernel,
+constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
@@ -35,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 BACKENDS = ("cuda", "hip")
+# The solution's backend (an entry of its BACKENDS table) that each Triton target backend compiles for.
+SOLUTION_BACKEND = {"cuda": "nvidia", "hip": "amd"}
 SHAPE_GROUPS = ("benchmark", "hidden_like")
 # SMs / CUs of a typical part per target: they only choose among a route's launch settings.
 MULTIPROCESSORS = {("cuda", 80): 108, ("cuda", 90): 132, ("cuda", 100): 148, ("cuda", 120): 170,
@@ -100,19 +102,20 @@ def plan(solution_path, targets):
     jobs = []
     for backend, arch, warp_size in targets:
         sm_count = MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
-        route = solution.route_for_target(backend, arch, warp_size)
+        solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
+        route = solution_backend.route
         seen = {}
         for label, M, H in shapes:
-            for index, launch in enumerate(solution.launch_plan(route, M, H, arch=arch, sm_count=sm_count,
-                                                                warp_size=warp_size)):
+            for name, launch in solution.launch_plan(solution_backend, M, H, arch=arch, sm_count=sm_count,
+                                                     warp_size=warp_size).items():
                 key = (launch.kernel.__name__, repr(sorted(launch.signature.items())),
                        repr(sorted(launch.constexprs.items())), repr(sorted(launch.options.items())))
                 if key in seen:
                     seen[key]["shapes"] += 1
                     continue
                 seen[key] = {"target": target_label(backend, arch), "backend": backend, "arch": arch,
-                             "warp_size": warp_size, "sm_count": sm_count, "route": route, "M": M, "H": H,
-                             "index": index, "kernel": launch.kernel.__name__,
+                             "warp_size": warp_size, "sm_count": sm_count, "solution_backend": solution_backend.name,
+                             "route": route, "M": M, "H": H, "launch": name, "kernel": launch.kernel.__name__,
                              "settings": settings_text(launch), "shapes": 1}
         jobs.extend(seen.values())
     return jobs, len(shapes)
@@ -159,8 +162,8 @@ def compile_one(job, solution_path):
     import triton
     from triton.backends.compiler import GPUTarget
     solution = _load_solution(solution_path)
-    launch = solution.launch_plan(job["route"], job["M"], job["H"], arch=job["arch"], sm_count=job["sm_count"],
-                                  warp_size=job["warp_size"])[job["index"]]
+    launch = solution.launch_plan(job["solution_backend"], job["M"], job["H"], route=job["route"], arch=job["arch"],
+                                  sm_count=job["sm_count"], warp_size=job["warp_size"])[job["launch"]]
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
     src = ast_source(launch)
     src = src(target) if callable(src) else src

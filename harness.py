@@ -25,7 +25,7 @@ POISON_SCALE_BITS = 0x7FC0DEAD
 FAMILIES = ("randn", "zeros", "large", "tiny", "heavy", "specials")
 # The solution's backend routes and the variable that forces one (read when it first sets up a device).
 ROUTE_ENV = "SILU_DOT_ROUTE"
-ROUTES = ("nvidia", "amd", "generic")
+ROUTES = ("nvidia", "amd", "generic", "ascend")
 
 
 def use_interpreter_if_no_gpu():
