@@ -195,6 +195,17 @@ def test_shape_groups_and_explicit_shapes():
         harness.load_shapes("nope")
 
 
+@pytest.mark.parametrize("shape, message", [
+    ("100x100", "M = 100 and H = 100 are not positive multiples of 128"),
+    ("128x127", "H = 127 is not a positive multiple of 128"),
+    ("8x100x256", "M = 8x100 = 800 is not a positive multiple of 128"),
+    ("0x128", "M = 0 is not a positive multiple of 128"),
+])
+def test_shapes_must_be_positive_multiples_of_128(shape, message):
+    with pytest.raises(ValueError, match=message):
+        harness.load_shapes(shape)
+
+
 def test_phase_timeline_edits_still_apply_to_the_solution():
     import importlib.util
     spec = importlib.util.spec_from_file_location("phase_timeline", harness.ROOT / "tools" / "phase_timeline.py")
