@@ -1,5 +1,6 @@
 """The shared comparison and byte-count helpers that check.py and bench.py rely on."""
 import sys
+import types
 
 import pytest
 import torch
@@ -204,6 +205,14 @@ def test_shape_groups_and_explicit_shapes():
 def test_shapes_must_be_positive_multiples_of_128(shape, message):
     with pytest.raises(ValueError, match=message):
         harness.load_shapes(shape)
+
+
+def test_route_name_asks_the_module_or_says_unknown():
+    seen = []
+    module = types.SimpleNamespace(route_for=lambda device: seen.append(device) or "nvidia")
+    assert harness.route_name(module, "cuda:0") == "nvidia"
+    assert seen == ["cuda:0"]
+    assert harness.route_name(types.SimpleNamespace(), "cuda:0") == "unknown"
 
 
 def test_phase_timeline_edits_still_apply_to_the_solution():
