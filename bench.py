@@ -1,7 +1,7 @@
 """Times a solution against the reference on the benchmark shapes (GPU only).
 
     python bench.py [--solution PATH] [--baseline PATH] [--shapes GROUP|MxH|ExTxH ...] [--repeat N]
-                    [--route nvidia|amd|generic] [--json PATH]
+                    [--route ROUTE] [--json PATH]
 
 Each time is triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") (measure.py
 holds the settings): warmup and rep are milliseconds, and do_bench clears L2 (writes a 256 MB

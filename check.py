@@ -1,7 +1,7 @@
 """Correctness gate for a silu_dot_fwd_bwd_quant_fuse submission.
 
     python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
-                    [--route nvidia|amd|generic] [--strict] [--json PATH]
+                    [--route ROUTE] [--strict] [--json PATH]
     python check.py --targets [TARGET,...] [--solution PATH] [--json PATH]
 
 <the checks, from CHECKS>
@@ -621,7 +621,10 @@ def main(argv=None):
     print(f"route: {route}")
     shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])
     rows, fused_launches = run_shapes(fn, shapes, args.seeds, args.families, args.strict, device)
-    return report(args, env, device, route, static, rows, fused_launches)
+    route_after = harness.route_name(module, device)
+    if route_after != route:
+        print(f"route after the calls: {route_after} (the {route} route fell back; its warning is above)")
+    return report(args, env, device, route_after, static, rows, fused_launches)
 
 
 if __name__ == "__main__":

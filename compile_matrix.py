@@ -5,8 +5,9 @@
 
 For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda and BACKENDS["amd"]
 on hip (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and
-every kernel of its launch_plan(backend, M, H, ...) is compiled, once per distinct launch (kernel,
-constexprs, compile options) that the benchmark and hidden_like shapes choose.
+every kernel of its launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is
+compiled, once per distinct launch (kernel, constexprs, compile options) that the benchmark and
+hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
@@ -103,16 +104,17 @@ def plan(solution_path, targets):
     for backend, arch, warp_size in targets:
         sm_count = MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
         solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
-        route = solution_backend.route
-        seen = {}
-        for label, M, H in shapes:
-            for name, launch in solution.launch_plan(solution_backend, M, H, arch=arch, sm_count=sm_count,
-                                                     warp_size=warp_size).items():
+        seen, labels = {}, {}
+        for route, (label, M, H) in ((r, s) for r in solution_backend.routes for s in shapes):
+            for name, launch in solution.launch_plan(solution_backend, M, H, route=route, arch=arch,
+                                                     sm_count=sm_count, warp_size=warp_size).items():
                 key = (launch.kernel.__name__, repr(sorted(launch.signature.items())),
                        repr(sorted(launch.constexprs.items())), repr(sorted(launch.options.items())))
                 if key in seen:
-                    seen[key]["shapes"] += 1
+                    seen[key]["shapes"] += label not in labels[key]
+                    labels[key].add(label)
                     continue
+                labels[key] = {label}
                 seen[key] = {"target": target_label(backend, arch), "backend": backend, "arch": arch,
                              "warp_size": warp_size, "sm_count": sm_count, "solution_backend": solution_backend.name,
                              "route": route, "M": M, "H": H, "launch": name, "kernel": launch.kernel.__name__,

@@ -62,6 +62,7 @@ quantize. PERF_NOTES.md tells the design history.
 import contextlib
 import os
 import re
+import warnings
 from typing import NamedTuple, Optional
 
 import torch
@@ -291,9 +292,10 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     return y
 
 
-# The main kernel's runtime arguments and their Triton types, in order: the one home of its interface
-# (the launch signature, the launcher's argument list and which strides are specialized follow from it).
-MAIN_ARGUMENTS = (
+# Every kernel's runtime arguments and their Triton types: the main kernel takes them all, in this order,
+# and every other kernel a subset in the same order. The one home of the kernels' interface: launch
+# signatures, the launcher's argument lists and which strides are specialized follow from it.
+KERNEL_ARGUMENTS = (
     ("x_ptr", "*bf16"), ("grad_y_ptr", "*bf16"), ("grad_q_ptr", "*i8"), ("grad_s_ptr", "*fp32"),
     ("y_q_ptr", "*i8"), ("y_s_ptr", "*fp32"), ("table_ptr", "*fp32"), ("scratch_ptr", "*bf16"),
     ("M", "i32"), ("H", "i32"),
@@ -394,6 +396,45 @@ def _silu_dot_quant_tile(
         _discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)
 
 
+@triton.jit(do_not_specialize=_UNSPECIALIZED_STRIDES)
+def _plain_grad_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, H, stride_x, stride_gy, stride_gq, stride_gs,
+                       GROUP: tl.constexpr, ROWS: tl.constexpr, NO_LIBDEVICE: tl.constexpr, INDEX_64: tl.constexpr):
+    """The plain rung, grad_input: ROWS rows x GROUP channels a program, the sigmoid computed, IEEE
+    arithmetic, plain stores."""
+    pid_h = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    if INDEX_64:
+        pid_h = pid_h.to(tl.int64)
+        pid_m = pid_m.to(tl.int64)
+    # y is computed and dropped: _plain_y_kernel stores it.
+    _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, x_ptr, pid_m * ROWS + tl.arange(0, ROWS),
+                     pid_h * GROUP + tl.arange(0, GROUP), pid_h, H, stride_x, stride_gy, stride_gq, stride_gs,
+                     GROUP, 0, 0, ROWS * GROUP, False, 0, True, NO_LIBDEVICE)
+
+
+@triton.jit(do_not_specialize=_UNSPECIALIZED_STRIDES)
+def _plain_y_kernel(x_ptr, y_q_ptr, y_s_ptr, H, stride_x, stride_yq, stride_ys,
+                    GROUP: tl.constexpr, CHANNELS: tl.constexpr, NO_LIBDEVICE: tl.constexpr, INDEX_64: tl.constexpr):
+    """The plain rung, y: one token group x CHANNELS channels a program. It reads gate and up again, and
+    stores y_q_t from the token-major tile (no scratch, no transpose in registers)."""
+    pid_h = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    if INDEX_64:
+        pid_h = pid_h.to(tl.int64)
+        pid_m = pid_m.to(tl.int64)
+    tokens = pid_m * GROUP + tl.arange(0, GROUP)
+    channels = pid_h * CHANNELS + tl.arange(0, CHANNELS)
+    x_offs = tokens[:, None] * stride_x + channels[None, :]
+    gate = tl.load(x_ptr + x_offs).to(tl.float32)
+    up = tl.load(x_ptr + x_offs + H).to(tl.float32)
+    # Only y is kept; gate stands in for the grad_y this kernel does not read.
+    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE), True)
+    y = y.to(tl.float32)
+    s_y = group_scale(group_absmax(y, 0, True))
+    tl.store(y_s_ptr + channels * stride_ys + pid_m, s_y)
+    tl.store(y_q_ptr + channels[None, :] * stride_yq + tokens[:, None], quantize(y, s_y[None, :], s_y[None, :], True, 0))
+
+
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class RouteFeatures(NamedTuple):
@@ -411,6 +452,9 @@ ROUTE_FEATURES = {
     "amd": RouteFeatures(ptx=False, ieee_math=False, libdevice=True, transpose_in_registers=False, grid_1d=False),
     "generic": RouteFeatures(ptx=False, ieee_math=True, libdevice=True, transpose_in_registers=False, grid_1d=False),
     "ascend": RouteFeatures(ptx=False, ieee_math=True, libdevice=False, transpose_in_registers=True, grid_1d=True),
+    # The last rung of every ladder: two kernels (grad_input, then y from x read again) of loads, stores,
+    # IEEE arithmetic and reductions, with no scratch, no gather, no inline asm, no vendor option, no barrier.
+    "plain": RouteFeatures(ptx=False, ieee_math=True, libdevice=True, transpose_in_registers=False, grid_1d=False),
 }
 ROUTES = tuple(ROUTE_FEATURES)
 ROUTE_ENV = "SILU_DOT_ROUTE"
@@ -420,35 +464,43 @@ class Backend(NamedTuple):
     """What is known of one backend; README.md's Platforms table gives the source of each fact.
 
     It is recognised by its torch device type (None: any), the Triton target its driver reports (():
-    any) and a pattern of its device name ("": any). warp_size is used where the driver reports none
-    (Ascend reports 0). max_threads caps the threads of a program (a launch aims at 256). options are
+    any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route whose
+    kernels do not compile there is left for the next, once per device (see launch). warp_size is used
+    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch aims at 256). options are
     the compile options it takes beyond num_warps, num_stages and enable_fp_fusion. max_grid is the
     most programs along each grid dimension. triton is the release its Triton is built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
     name_pattern: str
-    route: str
+    routes: tuple
     warp_size: int
     max_threads: int
     options: tuple
     max_grid: tuple
     triton: str
 
+    @property
+    def route(self):
+        return self.routes[0]
+
 
 _CUDA_GRID = (2**31 - 1, 65535, 65535)
 # In order: the first entry that recognises a device is its backend.
 BACKENDS = {b.name: b for b in (
     Backend("nvidia", "cuda", ("cuda",), r"NVIDIA|TESLA|GEFORCE|QUADRO|TITAN|^[AHLBT]\d{2,3}\b",
-            "nvidia", 32, 1024, ("maxnreg",), _CUDA_GRID, "3.5"),
-    Backend("hygon", "cuda", ("hip",), r"HYGON|DCU|BW\d{3,}|[KZ]100", "generic", 64, 1024, (), _CUDA_GRID, "3.0"),
-    Backend("amd", "cuda", ("hip",), "", "amd", 64, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("iluvatar", "cuda", ("cuda",), r"ILUVATAR|COREX|BI-V|MR-V", "generic", 64, 1024, (), _CUDA_GRID, "3.1"),
-    Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", "generic", 32, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("metax", "cuda", ("maca",), "", "generic", 64, 512, (), _CUDA_GRID, "3.1"),
-    Backend("mthreads", "musa", ("musa",), "", "generic", 32, 128, (), _CUDA_GRID, "3.1"),
-    Backend("ascend", "npu", ("npu",), "", "ascend", 32, 1024, (), (65535, 1, 1), "3.2"),
-    Backend("unknown", None, (), "", "generic", 32, 256, (), (65535, 65535, 65535), "3.2"),
+            ("nvidia", "generic", "plain"), 32, 1024, ("maxnreg",), _CUDA_GRID, "3.5"),
+    Backend("hygon", "cuda", ("hip",), r"HYGON|DCU|BW\d{3,}|[KZ]100", ("generic", "plain"), 64, 1024, (),
+            _CUDA_GRID, "3.0"),
+    Backend("amd", "cuda", ("hip",), "", ("amd", "generic", "plain"), 64, 1024, (), _CUDA_GRID, "3.5"),
+    Backend("iluvatar", "cuda", ("cuda",), r"ILUVATAR|COREX|BI-V|MR-V", ("generic", "plain"), 64, 1024, (),
+            _CUDA_GRID, "3.1"),
+    Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", ("generic", "plain"), 32, 1024, (), _CUDA_GRID, "3.5"),
+    Backend("metax", "cuda", ("maca",), "", ("generic", "plain"), 64, 512, (), _CUDA_GRID, "3.1"),
+    Backend("mthreads", "musa", ("musa",), "", ("generic", "plain"), 32, 128, (), _CUDA_GRID, "3.1"),
+    # No rung below: the plain rung's libdevice exp and strided y_q_t store do not compile there.
+    Backend("ascend", "npu", ("npu",), "", ("ascend",), 32, 1024, (), (65535, 1, 1), "3.2"),
+    Backend("unknown", None, (), "", ("generic", "plain"), 32, 256, (), (65535, 65535, 65535), "3.2"),
 )}
 
 
@@ -520,11 +572,16 @@ def _route_constexprs(route, arch):
             "NO_LIBDEVICE": not features.libdevice or _INTERPRET}
 
 
+def _signature(kernel):
+    """The Triton types of a kernel's runtime arguments, from KERNEL_ARGUMENTS."""
+    return {name: kind for name, kind in KERNEL_ARGUMENTS if name in kernel.arg_names}
+
+
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
-    (once per device) and "main". The launcher below launches exactly these. A ValueError if the grid
-    exceeds the backend's."""
+    (once per device) and "main"; on the plain rung "plain_grad" and "plain_y". The launcher below
+    launches exactly these. A ValueError if a grid exceeds the backend's."""
     backend = _backend(backend)
     route = route or backend.route
     warp_size = warp_size or backend.warp_size
@@ -532,30 +589,40 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
     features = ROUTE_FEATURES[route]
     route_constexprs = _route_constexprs(route, arch)
     common = {"enable_fp_fusion": False}
-    table = KernelLaunch(
-        "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), {"table_ptr": "*fp32"},
-        {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},
-        {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common})
-    tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
-    if features.grid_1d:
-        tiles_per_program = triton.cdiv(tiles_h * tiles_m, backend.max_grid[0])
-        grid = (triton.cdiv(tiles_h * tiles_m, tiles_per_program), 1, 1)
-    else:
-        tiles_per_program = 1
-        grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
-    if any(n > limit for n, limit in zip(grid, backend.max_grid)):
-        raise ValueError(f"M={M}, H={H} needs a grid of {grid} programs, more than the {backend.name} backend's "
-                         f"{backend.max_grid}")
     options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
     if settings.maxnreg is not None:
         options["maxnreg"] = settings.maxnreg
-    main = KernelLaunch(
-        "main", _silu_dot_quant_kernel, grid, dict(MAIN_ARGUMENTS),
-        {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
-         "LUT_N": _LUT_N, **route_constexprs, "TRANSPOSE_IN_REGISTERS": features.transpose_in_registers,
-         "GRID_1D": features.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "INDEX_64": index_64},
-        options)
-    return {"sigmoid_table": table, "main": main}
+    tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
+    if route == "plain":
+        plain = {"GROUP": GROUP_SIZE, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"], "INDEX_64": index_64}
+        launches = [
+            KernelLaunch("plain_grad", _plain_grad_kernel, (tiles_h, M // settings.chunk, 1),
+                         _signature(_plain_grad_kernel), {**plain, "ROWS": settings.chunk}, options),
+            KernelLaunch("plain_y", _plain_y_kernel, (H // settings.chunk, tiles_m, 1),
+                         _signature(_plain_y_kernel), {**plain, "CHANNELS": settings.chunk}, options)]
+    else:
+        if features.grid_1d:
+            tiles_per_program = triton.cdiv(tiles_h * tiles_m, backend.max_grid[0])
+            grid = (triton.cdiv(tiles_h * tiles_m, tiles_per_program), 1, 1)
+        else:
+            tiles_per_program = 1
+            grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
+        table = KernelLaunch(
+            "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
+            {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},
+            {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common})
+        main = KernelLaunch(
+            "main", _silu_dot_quant_kernel, grid, _signature(_silu_dot_quant_kernel),
+            {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
+             "LUT_N": _LUT_N, **route_constexprs, "TRANSPOSE_IN_REGISTERS": features.transpose_in_registers,
+             "GRID_1D": features.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "INDEX_64": index_64},
+            options)
+        launches = [table, main]
+    for launch in launches:
+        if any(n > limit for n, limit in zip(launch.grid, backend.max_grid)):
+            raise ValueError(f"M={M}, H={H} needs a grid of {launch.grid} programs, more than the {backend.name} "
+                             f"backend's {backend.max_grid}")
+    return {launch.name: launch for launch in launches}
 
 
 # ---------------------------------------------------------------- inputs
@@ -662,9 +729,9 @@ def _device_name(x):
 
 class _Device:
     """What a call needs to know about its device, set up on its first call there: its backend and
-    route (forced by SILU_DOT_ROUTE as it is then), the target's arch and warp size, the number of SMs
-    (None where unknown), the sigmoid table, the launch of each shape seen, and whether Triton
-    specializes pointers on their storage's size there."""
+    its ladder of routes (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and
+    warp size, the number of SMs (None where unknown), the sigmoid table, the launches of each shape
+    seen, and whether Triton specializes pointers on their storage's size there."""
 
     def __init__(self, x):
         forced_route = os.environ.get(ROUTE_ENV)
@@ -678,27 +745,73 @@ class _Device:
             self.sm_count = torch.cuda.get_device_properties(x.device).multi_processor_count
         self.backend = backend_for(x.device.type, target, _device_name(x))
         self.warp_size = reported_warp_size or self.backend.warp_size
-        self.route = forced_route or self.backend.route
+        self.routes = [forced_route] if forced_route else list(self.backend.routes)
         self.launches = {}
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
-        table = launch_plan(self.backend, GROUP_SIZE, GROUP_SIZE, route=self.route, arch=self.arch,
-                            warp_size=self.warp_size)["sigmoid_table"]
         with _on_device(x):
+            self._fill_table()
+
+    @property
+    def route(self):
+        return self.routes[0]
+
+    def _plan(self, M, H, index_64=False, settings=None):
+        return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
+                           warp_size=self.warp_size, settings=settings, index_64=index_64)
+
+    def _fall_back(self, exc, launch):
+        """Leaves the route whose launch did not compile for the next rung, with a warning; re-raises where
+        no rung is left."""
+        if len(self.routes) == 1:
+            raise exc
+        failed = self.routes.pop(0)
+        message = (str(exc).strip().splitlines() or [""])[0][:200]
+        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {failed} route's {launch.name} kernel does not compile "
+                      f"on this {self.backend.name} device ({type(exc).__name__}: {message}); taking the "
+                      f"{self.route} route", RuntimeWarning, stacklevel=4)
+
+    def _fill_table(self):
+        while True:
+            table = self._plan(GROUP_SIZE, GROUP_SIZE).get("sigmoid_table")
+            if table is None:
+                return  # a route that reads no table
+            try:
+                _compile(table, (self.table,))
+            except Exception as exc:
+                self._fall_back(exc, table)
+                continue
             table.kernel[table.grid](self.table, **table.constexprs, **table.options)
             if hasattr(self.module, "synchronize"):
                 self.module.synchronize()  # the table is filled before a call on any stream reads it
+            return
 
-    def main_launch(self, M, H, index_64, settings):
-        """The main kernel's launch for a shape (settings: the route's own where None), and the key of
-        everything it compiles with."""
+    def call_launches(self, M, H, index_64, settings, args):
+        """[(launch, the indices of its arguments in args, the key of everything it compiles with)] of a
+        call's kernels (settings: the route's own where None), found once per shape: the first rung of the
+        ladder whose kernels all compile for these arguments."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
-        if found is None:
-            main = launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
-                               warp_size=self.warp_size, settings=settings, index_64=index_64)["main"]
-            found = self.launches[key] = (main, (tuple(main.constexprs.items()), tuple(main.options.items())))
+        while found is None:
+            found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
+                      (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items())))
+                     for launch in self._plan(M, H, index_64, settings).values() if launch.name != "sigmoid_table"]
+            for launch, indices, _ in found:
+                try:
+                    _compile(launch, tuple(args[i] for i in indices))
+                except Exception as exc:
+                    self._fall_back(exc, launch)
+                    found = None
+                    break
+        self.launches[key] = found
         return found
+
+
+def _compile(launch, args):
+    """Compiles a launch for these arguments without running it (Triton's warmup), so that a compile
+    error is told apart from an error at run time. Nothing to compile under the interpreter."""
+    if not _INTERPRET and hasattr(launch.kernel, "warmup"):
+        launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
 
 
 _devices = {}
@@ -739,34 +852,38 @@ def _specialization(tensors, strides, storage_below_2gb):
 
 
 # The strides Triton specializes on: those the kernel does not exclude with do_not_specialize.
-_STRIDE_NAMES = tuple(name for name, _ in MAIN_ARGUMENTS if name.startswith("stride_"))
+_STRIDE_NAMES = tuple(name for name, _ in KERNEL_ARGUMENTS if name.startswith("stride_"))
 _SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name not in _UNSPECIALIZED_STRIDES)
 
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
-    """Checks the arguments and launches the route's main kernel for them; returns the compiled kernel.
-    settings (LaunchSettings) overrides the route's own, for design sweeps."""
+    """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel
+    launched (the main kernel on every route but plain). settings (LaunchSettings) overrides the route's
+    own, for design sweeps. A route whose kernels do not compile for a shape is left for the next rung
+    of its ladder, once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     device = _device(x)
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-    main, compiled_with = device.main_launch(M, H, index_64, settings)
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
-    key = (device, compiled_with, _specialization(args[:8], strides, device.specializes_on_storage_size))
-    kernel = _compiled.get(key)
-    if kernel is not None:
-        try:
-            kernel[main.grid](*args, *kernel.constexpr_values)
-            return kernel
-        except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
-            _compiled[key] = None
-    kernel = main.kernel[main.grid](*args, **main.constexprs, **main.options)
-    if not _INTERPRET and key not in _compiled:
-        # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
-        kernel.constexpr_values = tuple(main.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
-        _compiled[key] = kernel
+    specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
+    for planned, indices, compiled_with in device.call_launches(M, H, index_64, settings, args):
+        kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
+        key = (device, compiled_with, specialization)
+        kernel = _compiled.get(key)
+        if kernel is not None:
+            try:
+                kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
+                continue
+            except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
+                _compiled[key] = None
+        kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
+        if not _INTERPRET and key not in _compiled:
+            # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
+            kernel.constexpr_values = tuple(planned.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
+            _compiled[key] = kernel
     return kernel
 
 

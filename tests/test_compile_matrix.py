@@ -28,8 +28,13 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
     proc, report = run_targets("cuda:90,hip:gfx942", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     compiled = {(r["target"], r["route"], r["kernel"]) for r in report["rows"] if r["ok"]}
-    assert compiled == {("cuda:90", "nvidia", "_sigmoid_table_kernel"), ("cuda:90", "nvidia", "_silu_dot_quant_kernel"),
-                        ("hip:gfx942", "amd", "_sigmoid_table_kernel"), ("hip:gfx942", "amd", "_silu_dot_quant_kernel")}
+    every_rung = {(target, route, kernel)
+                  for target, routes in (("cuda:90", ("nvidia", "generic")), ("hip:gfx942", ("amd", "generic")))
+                  for route in routes for kernel in ("_silu_dot_quant_kernel",)}
+    plain = {(target, "plain", kernel) for target in ("cuda:90", "hip:gfx942")
+             for kernel in ("_plain_grad_kernel", "_plain_y_kernel")}
+    tables = {("cuda:90", "nvidia", "_sigmoid_table_kernel"), ("hip:gfx942", "amd", "_sigmoid_table_kernel")}
+    assert compiled == every_rung | plain | tables  # the generic route's table is the same launch as the first rung's
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
 

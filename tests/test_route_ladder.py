@@ -1,0 +1,107 @@
+"""The ladder of routes (issue 20): a route whose kernels do not compile on a device is left for the next
+rung once, with a warning; an error at run time is raised, never hidden. The interpreter compiles
+nothing, so a stand-in compile raises where a backend's compiler would."""
+import pytest
+import torch
+
+import harness
+import solution
+
+
+def _fresh_device(monkeypatch, forced_route=None):
+    if forced_route:
+        monkeypatch.setenv(solution.ROUTE_ENV, forced_route)
+    else:
+        monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
+    monkeypatch.setattr(solution, "_devices", {})
+
+
+def _refuse_to_compile(monkeypatch, launch_names, calls):
+    def stand_in_compile(launch, args):
+        calls.append(launch.name)
+        if launch.name in launch_names:
+            raise RuntimeError(f"PassManager::run failed\nstand-in compiler refuses {launch.name}")
+    monkeypatch.setattr(solution, "_compile", stand_in_compile)
+
+
+def _call_and_compare(M=128, H=256):
+    x, gy = harness.make_inputs(M, H, seed=3, family="heavy")
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    result = harness.compare(out, harness.run_reference(x, gy))
+    assert result["passed"] and not any(harness.unwritten(out).values()), result["checks"]
+
+
+def test_every_backend_ends_its_ladder_on_a_route_that_needs_no_vendor_feature():
+    for backend in solution.BACKENDS.values():
+        assert backend.routes and len(set(backend.routes)) == len(backend.routes)
+        assert backend.routes[-1] in ("plain", "ascend"), backend.name
+        assert all(route in solution.ROUTES for route in backend.routes)
+
+
+def test_a_main_kernel_that_does_not_compile_falls_back_once_with_a_warning(monkeypatch):
+    _fresh_device(monkeypatch)
+    calls = []
+    _refuse_to_compile(monkeypatch, {"main"}, calls)
+    with pytest.warns(RuntimeWarning, match=r"the generic route's main kernel does not compile on this unknown "
+                                            r"device \(RuntimeError: PassManager::run failed\); taking the plain route"):
+        _call_and_compare()
+    assert solution.route_for("cpu") == "plain"
+    assert calls == ["sigmoid_table", "main", "plain_grad", "plain_y"]
+    _call_and_compare()  # the same shape again: nothing is compiled or retried
+    assert calls == ["sigmoid_table", "main", "plain_grad", "plain_y"]
+
+
+def test_a_sigmoid_table_that_does_not_compile_leaves_the_routes_that_read_it(monkeypatch):
+    _fresh_device(monkeypatch)
+    calls = []
+    _refuse_to_compile(monkeypatch, {"sigmoid_table"}, calls)
+    with pytest.warns(RuntimeWarning, match="the generic route's sigmoid_table kernel does not compile"):
+        _call_and_compare()
+    assert solution.route_for("cpu") == "plain" and calls == ["sigmoid_table", "plain_grad", "plain_y"]
+
+
+def test_the_last_rung_and_a_forced_route_raise_their_compile_error(monkeypatch):
+    _fresh_device(monkeypatch)
+    _refuse_to_compile(monkeypatch, {"main", "plain_y"}, [])
+    with pytest.warns(RuntimeWarning, match="taking the plain route"):
+        with pytest.raises(RuntimeError, match="PassManager::run failed"):
+            _call_and_compare()
+    _fresh_device(monkeypatch, forced_route="generic")
+    with pytest.raises(RuntimeError, match="PassManager::run failed"):
+        _call_and_compare()
+
+
+class _FailsAtRunTime:
+    """A kernel that compiles and then fails when launched, as an illegal memory access would."""
+
+    def __init__(self, kernel):
+        self.arg_names = kernel.arg_names
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return run
+
+
+def test_an_error_at_run_time_is_raised_and_the_route_kept(monkeypatch):
+    _fresh_device(monkeypatch)
+    _refuse_to_compile(monkeypatch, set(), [])
+    monkeypatch.setattr(solution, "_silu_dot_quant_kernel", _FailsAtRunTime(solution._silu_dot_quant_kernel))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        _call_and_compare()
+    assert solution.route_for("cpu") == "generic"
+
+
+@pytest.mark.parametrize("route", ["plain"])
+def test_the_plain_rung_gives_the_bytes_of_the_main_kernel(route, monkeypatch):
+    M, H = 256, 384
+    x, gy = harness.make_inputs(M, H, seed=9, family="specials")
+    _fresh_device(monkeypatch)
+    expected = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *expected)
+    _fresh_device(monkeypatch, forced_route=route)
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0]
+    assert torch.isnan(expected[1]).any()  # the specials reach the scales
