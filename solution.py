@@ -55,9 +55,10 @@ Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
 backend_for, ROUTES, ROUTE_FEATURES, route_for, LaunchSettings,
-launch_settings, KernelLaunch, launch_plan, launch, and the math helpers
+launch_settings, KernelLaunch, launch_plan, launch, the math helpers
 sigmoid, sigmoid_lookup, silu_dot_fwd_bwd, group_absmax, group_scale and
-quantize. PERF_NOTES.md tells the design history.
+quantize, and the memory helpers store_scales and discard_from_l2.
+PERF_NOTES.md tells the design history.
 """
 import contextlib
 import os
@@ -232,7 +233,7 @@ def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
     else:
         return q.to(tl.int8)
 @triton.jit
-def _store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
+def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that
     share a reduced value all store it (same address, same value). tl.store would first move the
     values to one owner each through shared memory, at the cost of two or three barriers."""
@@ -245,7 +246,7 @@ def _store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
 
 
 @triton.jit
-def _discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """From sm_80: drops N_LINES 128-byte lines from ptr on out of L2 without writing them back. Twin:
     nothing (it changes no output, only what the L2 writes back)."""
     if CUDA_ARCH >= 80:
@@ -287,8 +288,8 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     q_offs = rows[:, None] * stride_gq + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
-    _store_scales(grad_s_ptr + rows * stride_gs + pid_h, s_gate, CUDA_ARCH)
-    _store_scales(grad_s_ptr + rows * stride_gs + H // GROUP + pid_h, s_up, CUDA_ARCH)
+    store_scales(grad_s_ptr + rows * stride_gs + pid_h, s_gate, CUDA_ARCH)
+    store_scales(grad_s_ptr + rows * stride_gs + H // GROUP + pid_h, s_up, CUDA_ARCH)
     return y
 
 
@@ -388,12 +389,12 @@ def _silu_dot_quant_tile(
         # are still in this SM's L1, so the read-back costs little L2 traffic.
         y_t = tl.load(slot + h[:, None] * GROUP + local[None, :]).to(tl.float32)
         s_y = group_scale(group_absmax(y_t, 1, IEEE_MATH))
-        _store_scales(y_s_ptr + (pid_h * GROUP + h) * stride_ys + pid_m, s_y, CUDA_ARCH)
+        store_scales(y_s_ptr + (pid_h * GROUP + h) * stride_ys + pid_m, s_y, CUDA_ARCH)
         tl.store(y_q_ptr + (pid_h * GROUP + h)[:, None] * stride_yq + (pid_m * GROUP + local)[None, :],
                  quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_MATH, CUDA_ARCH))
     if CUDA_ARCH >= 80:
         tl.debug_barrier()  # every read of the slot is done
-        _discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)
+        discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED_STRIDES)
