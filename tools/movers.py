@@ -38,17 +38,10 @@ class MoverSettings(NamedTuple):
 
 
 @triton.jit
-def _store_from_holders(ptrs, values):
-    """The solution's scale store on NVIDIA: st.global from every thread that holds the reduced value."""
-    tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
-                              [ptrs, values.to(tl.uint32, bitcast=True)], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, scratch_ptr, M, H,
                   GROUP: tl.constexpr, GROUPS: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
                   SLOT_BY_SLICE: tl.constexpr, Y_MODE: tl.constexpr, SCALES: tl.constexpr,
-                  REDUCE: tl.constexpr, DISCARD: tl.constexpr):
+                  REDUCE: tl.constexpr, DISCARD: tl.constexpr, CUDA_ARCH: tl.constexpr):
     BLOCK_H: tl.constexpr = GROUPS * GROUP
     pid_h = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -76,8 +69,8 @@ def _mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, s
         tl.store(grad_q_ptr + x_offs + H, (d_up * (1.0 / s_up)[:, :, None]).to(tl.int8))
         if SCALES:
             s_offs = rows[:, None] * (2 * H // GROUP) + groups[None, :]
-            _store_from_holders(grad_s_ptr + s_offs, s_gate)
-            _store_from_holders(grad_s_ptr + s_offs + H // GROUP, s_up)
+            solution.store_scales(grad_s_ptr + s_offs, s_gate, CUDA_ARCH)
+            solution.store_scales(grad_s_ptr + s_offs + H // GROUP, s_up, CUDA_ARCH)
         y = (gate * up).to(tl.bfloat16)
         if Y_MODE == 1:
             if SLOT_BY_SLICE:
@@ -107,14 +100,12 @@ def _mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, s
             else:
                 s_y = tl.full([Y_CHUNK], 0.5, tl.float32)
             if SCALES:
-                _store_from_holders(y_s_ptr + (pid_h * BLOCK_H + h) * (M // GROUP) + pid_m, s_y)
+                solution.store_scales(y_s_ptr + (pid_h * BLOCK_H + h) * (M // GROUP) + pid_m, s_y, CUDA_ARCH)
             tl.store(y_q_ptr + (pid_h * BLOCK_H + h)[:, None] * M + (pid_m * GROUP + token)[None, :],
                      (y_t * (1.0 / s_y)[:, None]).to(tl.int8))
         if DISCARD:
             tl.debug_barrier()
-            lines = slot.to(tl.pointer_type(tl.int8)) + tl.arange(0, GROUP * BLOCK_H * 2 // 128) * 128
-            tl.inline_asm_elementwise("discard.global.L2 [$1], 128;\n mov.u32 $0, 0;", "=r,l", [lines],
-                                      dtype=tl.int32, is_pure=False, pack=1)  # as the solution drops its slot
+            solution.discard_from_l2(slot, GROUP * BLOCK_H * 2 // 128, CUDA_ARCH)
 
 
 @triton.jit
@@ -146,7 +137,8 @@ ABLATIONS = {
 }
 
 
-def launch_mover(x, grad_y, outs, settings, scratch, ablation="full"):
+def launch_mover(x, grad_y, outs, settings, scratch, cuda_arch, ablation="full"):
+    """cuda_arch: the compute capability as the solution's CUDA_ARCH takes it (90 for sm_90)."""
     M, H = grad_y.shape
     grid = (H // (settings.groups * solution.GROUP_SIZE), M // solution.GROUP_SIZE)
     options = {"num_warps": settings.num_warps, "num_stages": 1}
@@ -154,7 +146,8 @@ def launch_mover(x, grad_y, outs, settings, scratch, ablation="full"):
         options["maxnreg"] = settings.maxnreg
     return _mover_kernel[grid](x, grad_y, *outs, scratch, M, H, GROUP=solution.GROUP_SIZE,
                                GROUPS=settings.groups, CHUNK=settings.chunk, Y_CHUNK=settings.y_chunk,
-                               SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation], **options)
+                               SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation], CUDA_ARCH=cuda_arch,
+                               **options)
 
 
 def launch_stream(x, grad_y, outs, block=4096):
@@ -171,7 +164,8 @@ def compiled_counts(ablation, settings=MoverSettings(8, 32, 64, 80), arch=90):
     signature = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
                  "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "scratch_ptr": "*bf16", "M": "i32", "H": "i32"}
     constexprs = dict(GROUP=solution.GROUP_SIZE, GROUPS=settings.groups, CHUNK=settings.chunk,
-                      Y_CHUNK=settings.y_chunk, SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation])
+                      Y_CHUNK=settings.y_chunk, SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation],
+                      CUDA_ARCH=arch)
     launch = solution.KernelLaunch("mover", _mover_kernel, None, signature, constexprs,
                                    {"num_warps": settings.num_warps, "num_stages": 1})
     kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
@@ -194,7 +188,9 @@ def main():
     if args.compiled_counts:
         print(json.dumps({name: compiled_counts(name) for name in ABLATIONS}))
         return
-    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    properties = torch.cuda.get_device_properties(0)
+    sm_count = properties.multi_processor_count
+    cuda_arch = 10 * properties.major + properties.minor
     variants = ([MoverSettings(**v) for v in json.loads(Path(args.variants_file).read_text())]
                 if args.variants_file else [None])
     rows = [{"kernel": "streams", "us": {}, "floor_pct": {}}]
@@ -215,7 +211,7 @@ def main():
                             else MoverSettings(**v))
                 if H % (settings.groups * solution.GROUP_SIZE):
                     continue
-                run = lambda: launch_mover(x, gy, outs, settings, scratch, row["ablation"])  # noqa: E731
+                run = lambda: launch_mover(x, gy, outs, settings, scratch, cuda_arch, row["ablation"])  # noqa: E731
             k = run()
             row.update(regs=k.n_regs, spills=k.n_spills)
             us = do_bench(run)
