@@ -215,16 +215,6 @@ def test_route_name_asks_the_module_or_says_unknown():
     assert harness.route_name(types.SimpleNamespace(), "cuda:0") == "unknown"
 
 
-def test_phase_timeline_edits_still_apply_to_the_solution():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("phase_timeline", harness.ROOT / "tools" / "phase_timeline.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    source = tool.instrumented_source((harness.ROOT / "solution.py").read_text())
-    assert source.count("_stamp(dbg, ") == 4 and "STAMPS" in source  # the helper and three stamps
-    compile(source, "solution_timed.py", "exec")
-
-
 def test_quantize_like_reference_is_the_references_quantizer():
     reference = harness.load_solution(harness.ROOT / "reference.py", name="reference_for_quantizer_test")
     quantize_groups = sys.modules["reference_for_quantizer_test"]._quantize_groups
