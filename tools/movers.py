@@ -174,8 +174,8 @@ def compiled_counts(ablation, settings=MoverSettings(8, 32, 64, 80), arch=90):
                       Y_CHUNK=settings.y_chunk, SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation])
     launch = solution.KernelLaunch(_mover_kernel, None, signature, constexprs,
                                    {"num_warps": settings.num_warps, "num_stages": 1})
-    kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
-                            options=launch.options)
+    target = GPUTarget("cuda", arch, 32)
+    kernel = triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
     ttir, ttgir = kernel.asm["ttir"], kernel.asm["ttgir"]
     return {"stores": ttir.count("tt.store"), "scale_stores": ttir.count("st.global.b32"),
             "reductions": ttir.count("\"tt.reduce\""), "discards": ttir.count("discard.global.L2"),
