@@ -430,6 +430,10 @@ def main(argv=None):
         return compile_matrix.report(args.solution, targets, args.json)
 
     device = harness.use_interpreter_if_no_gpu()  # before anything imports triton
+    problem = harness.interpreter_problem() if device == "cpu" else None
+    if problem:
+        print(f"check.py: cannot run: {problem}", file=sys.stderr)
+        return 2
     # exp(-gate) overflowing to inf is IEEE behaviour the math relies on (sigmoid -> 0), and the specials
     # family's NaN and inf make invalid operations on purpose: neither is an error of the solution.
     warnings.filterwarnings("ignore", message="overflow encountered in exp")
