@@ -3,6 +3,7 @@
 The GPU path is proven by tools/exhaustive_exactness.py; these show that the CPU path, which CI runs,
 computes what it stands in for.
 """
+import pytest
 import torch
 import triton
 import triton.language as tl
@@ -114,6 +115,8 @@ def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True, True))
 
 
+@pytest.mark.skipif(not hasattr(tl, "gather"), reason=f"the table is read with tl.gather, which Triton "
+                    f"{triton.__version__} lacks (the solution computes the sigmoid there)")
 def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
     # The table and the direct path share one exp here (numpy's), so equality proves the table's
     # layout, the index arithmetic and the clamping of magnitudes below 2**-25 and above 127.5 --
