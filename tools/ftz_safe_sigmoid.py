@@ -1,0 +1,248 @@
+"""A sigmoid that never asks the hardware for a subnormal quotient, for solution.py to take in.
+
+Why. sigmoid(g) = 1 / (1 + exp(-g)) is subnormal where d = 1 + exp(-g) lies in (2**126, 2**128): of the
+bf16 gates, -87.5, -88 and -88.5 (exp overflows from 88.72 on, and 1/inf = 0 is exact). PyTorch keeps
+those subnormals. On NVIDIA, Triton 3.0 to 3.5 compile tl.math.div_rn to div.rn.ftz.f32, which flushes
+them to zero (3.6 compiles div.rn.f32); AMD's division keeps them (f32 denorm mode 3). A flushed sigmoid
+makes silu -0 instead of about -5e-37, and then
+  * grad_y = inf: d_up = inf * -0 = NaN where the reference has -inf, so the group's scale is NaN, not inf;
+  * |grad_y| or |up| above about 1e26, in a group of small values: a scale of 1e-10 where the reference
+    has up to 1.26, and int8 0 against -127; above about 1e33 the judge fails it too.
+
+How. For d in [2**126, 2**128), with d = m * 2**(E - 150) (m the 24-bit significand, E the biased
+exponent, 253 or 254), 1/d = n * 2**-149 with n = 2**(299 - E) / m rounded to nearest even, and the bits
+of the fp32 result are n itself (n = 2**23 is 2**-126, the smallest normal). n comes from one division of
+normal numbers with a normal quotient, 1 / (d * 2**-149), which a flushing division computes as well as
+any, and an exact integer correction of it. Every other d (a normal quotient, inf, NaN) goes through that
+same division with d itself: one division either way, plus a few integer operations.
+
+Where. The nvidia route needs none of that: PTX div.rn.f32 (inline) is the instruction Triton 3.6 emits
+for div_rn, and compiles to the same SASS there; on 3.0-3.5 it replaces div.rn.ftz.f32. The integer
+helper is for routes with no PTX whose division may flush (generic: the vendor forks), and for the
+table kernel, which runs once per device. sigmoid() below takes both as constexprs. Measured static
+SASS of the main kernel compiled for sm_90 on Triton 3.0 (8 warps; it computes the sigmoid per element
+before 3.4): 1488 instructions as it is, 1576 with the PTX division, 2032 with the integer helper.
+
+    TRITON_INTERPRET=1 python tools/ftz_safe_sigmoid.py   # the proof over every fp32 d in [2**126, 2**128)
+    python tools/ftz_safe_sigmoid.py --ptx                # the division each variant compiles to for sm_90
+
+checks the algorithm in numpy (int64, against numpy's float32 division, which is IEEE with subnormals),
+then the @triton.jit helper itself under the Triton interpreter, on all 2**24 significands of both
+exponents. tests/test_ftz_safe_sigmoid.py runs both on a sample that holds the edges.
+"""
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import solution  # noqa: E402
+
+SUBNORMAL_QUOTIENT_FROM = tl.constexpr(2.0**126)  # 1/d for d at or above this is subnormal, or 2**-126
+LARGEST_FINITE = tl.constexpr(3.4028234663852886e38)  # float32 max
+# Subtracted from d's bits, it multiplies d by 2**-149; exact for every d in range (the result is normal).
+EXPONENT_149 = tl.constexpr(149 << 23)
+
+
+@triton.jit
+def reciprocal_keeping_subnormals(d):
+    """1/d rounded as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN. Its one
+    division has normal operands and a normal quotient, so a division that flushes subnormals (PTX
+    div.rn.ftz.f32) gives the same bits as one that does not."""
+    subnormal = (d >= SUBNORMAL_QUOTIENT_FROM) & (d <= LARGEST_FINITE)
+    bits = d.to(tl.int32, bitcast=True)
+    quotient = tl.math.div_rn(1.0, tl.where(subnormal, (bits - EXPONENT_149).to(tl.float32, bitcast=True), d))
+    # Where d is in range, quotient is 2**149 / d to 24 bits, in (2**21, 2**23]: n is that quotient
+    # rounded to an integer. Its floor is the quotient's or one off; the remainder r = 2**k - n * m says
+    # which, and which way to round. 2**k (k = 45 or 46) is a multiple of 2**32 and |r| < 2**25, so
+    # 32-bit wrapping arithmetic gives r exactly. Elsewhere the estimate is 1, to keep the integers small.
+    n = tl.where(subnormal, quotient, 1.0).to(tl.int32)
+    m = (bits & 0x7FFFFF) | 0x800000
+    r = (0 - n.to(tl.uint32) * m.to(tl.uint32)).to(tl.int32, bitcast=True)
+    below = r < 0
+    n = tl.where(below, n - 1, n)
+    r = tl.where(below, r + m, r)
+    above = r >= m
+    n = tl.where(above, n + 1, n)
+    r = tl.where(above, r - m, r)
+    n = tl.where((2 * r > m) | ((2 * r == m) & ((n & 1) == 1)), n + 1, n)
+    return tl.where(subnormal, n.to(tl.float32, bitcast=True), quotient)
+
+
+@triton.jit
+def _reciprocal_ptx(d):
+    """1/d by PTX div.rn.f32: IEEE, subnormals kept (Triton 3.0-3.5 lower div_rn to div.rn.ftz.f32)."""
+    return tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=r,r,r", [tl.full(d.shape, 1.0, tl.float32), d],
+                                     dtype=tl.float32, is_pure=True, pack=1)
+
+
+@triton.jit
+def sigmoid(gate, INTERPRET: tl.constexpr, CUDA_ARCH: tl.constexpr, KEEP_SUBNORMALS: tl.constexpr):
+    """solution.sigmoid, with subnormal results kept whatever the Triton version: through PTX where
+    CUDA_ARCH > 0 (the nvidia route), through integers where KEEP_SUBNORMALS, else tl.math.div_rn (for
+    a backend whose division is known to keep subnormals, such as AMD's)."""
+    d = 1.0 + solution._exp(-gate, INTERPRET)
+    if CUDA_ARCH > 0:
+        return _reciprocal_ptx(d)
+    elif KEEP_SUBNORMALS:
+        return reciprocal_keeping_subnormals(d)
+    else:
+        return tl.math.div_rn(1.0, d)
+
+
+# ---------------------------------------------------------------- the proof (CPU)
+
+def subnormal_range_divisors(biased_exponents=(253, 254), significands=None):
+    """float32 d = m * 2**(E - 150) for every E given and every 24-bit significand m (default: all 2**23
+    of them), as a flat array."""
+    m = np.arange(2**23, 2**24, dtype=np.int64) if significands is None else np.asarray(significands, np.int64)
+    bits = [((e << 23) | (m & 0x7FFFFF)) for e in biased_exponents]
+    return np.concatenate(bits).astype(np.uint32).view(np.float32)
+
+
+def ieee_reciprocal(d):
+    """1/d by numpy's float32 division: IEEE round to nearest even, subnormals kept (no flush here)."""
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        return np.float32(1.0) / d
+
+
+def model_reciprocal(d, divide=ieee_reciprocal):
+    """reciprocal_keeping_subnormals' arithmetic on d in [2**126, 2**128), in numpy int64 (no wrapping),
+    with `divide` as the one division: returns (result, the division's operands, its quotients)."""
+    bits = d.view(np.uint32).astype(np.int64)
+    divisor = (bits - (149 << 23)).astype(np.uint32).view(np.float32)
+    quotient = divide(divisor)
+    n = quotient.astype(np.int64)
+    m = (bits & 0x7FFFFF) | 0x800000
+    k = 299 - (bits >> 23)
+    r = (np.int64(1) << k) - n * m
+    n = np.where(r < 0, n - 1, n)
+    r = np.where(r < 0, r + m, r)
+    n = np.where(r >= m, n + 1, n)
+    r = np.where(r >= m, r - m, r)
+    n = np.where((2 * r > m) | ((2 * r == m) & (n % 2 == 1)), n + 1, n)
+    return n.astype(np.uint32).view(np.float32), divisor, quotient
+
+
+def flushing_reciprocal(d):
+    """What div.rn.ftz.f32 computes for 1/d: a subnormal d read as 0, a subnormal quotient written as 0."""
+    tiny = np.float32(2.0**-126)
+    q = ieee_reciprocal(np.where(np.abs(d) < tiny, np.float32(0.0), d))
+    return np.where(np.abs(q) < tiny, np.copysign(np.float32(0.0), q), q).astype(np.float32)
+
+
+@triton.jit
+def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(out_ptr + offs, reciprocal_keeping_subnormals(tl.load(d_ptr + offs, mask=mask, other=1.0)), mask=mask)
+
+
+def jit_reciprocal(d, block=2**16):
+    """reciprocal_keeping_subnormals on a float32 array, through Triton (the interpreter on a CPU)."""
+    import torch
+    src = torch.from_numpy(np.ascontiguousarray(d, dtype=np.float32))
+    out = torch.empty_like(src)
+    _reciprocal_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block)
+    return out.numpy()
+
+
+@triton.jit
+def _sigmoid_kernel(gate_ptr, out_ptr, N, BLOCK: tl.constexpr, INTERPRET: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                    KEEP_SUBNORMALS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    gate = tl.load(gate_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, sigmoid(gate, INTERPRET, CUDA_ARCH, KEEP_SUBNORMALS), mask=mask)
+
+
+def every_bf16_gate():
+    """The 65,536 bf16 bit patterns as float32 (NaNs included)."""
+    return (np.arange(2**16, dtype=np.uint32) << 16).view(np.float32)
+
+
+def interpreted_sigmoid(gates):
+    """sigmoid(gates) with the integer reciprocal, under the interpreter (its exp is numpy's)."""
+    import torch
+    src = torch.from_numpy(np.ascontiguousarray(gates, dtype=np.float32))
+    out = torch.empty_like(src)
+    # exp(-g) overflows to inf below g = -88.7, and inf and NaN gates make invalid operations: all as they should.
+    with np.errstate(over="ignore", invalid="ignore"):
+        _sigmoid_kernel[(triton.cdiv(src.numel(), 4096),)](src, out, src.numel(), BLOCK=4096, INTERPRET=True,
+                                                           CUDA_ARCH=0, KEEP_SUBNORMALS=True)
+    return out.numpy()
+
+
+def numpy_sigmoid(gates):
+    """1 / (1 + exp(-g)) in float32 with numpy's exp (the interpreter's) and IEEE division."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ieee_reciprocal(np.float32(1.0) + np.exp(-gates))
+
+
+def compiled_divisions(arch=90):
+    """{variant: the PTX division instructions} of sigmoid compiled for cuda `arch` (no interpreter):
+    'ptx' (CUDA_ARCH > 0), 'integer' (KEEP_SUBNORMALS) and 'div_rn' (neither)."""
+    import re
+    from triton.backends.compiler import GPUTarget
+    import compile_matrix
+    target = GPUTarget("cuda", arch, 32)
+    found = {}
+    for variant, cuda_arch, keep in (("ptx", arch, False), ("integer", 0, True), ("div_rn", 0, False)):
+        launch = solution.KernelLaunch(_sigmoid_kernel, None, {"gate_ptr": "*fp32", "out_ptr": "*fp32", "N": "i32"},
+                                       {"BLOCK": 1024, "INTERPRET": False, "CUDA_ARCH": cuda_arch,
+                                        "KEEP_SUBNORMALS": keep}, {"num_warps": 4, "enable_fp_fusion": False})
+        ptx = triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options).asm["ptx"]
+        found[variant] = sorted(set(re.findall(r"\bdiv\.[\w.]+", ptx)))
+    return found
+
+
+def differing(a, b):
+    """How many elements of two float32 arrays differ in their bits."""
+    return int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
+
+
+def main():
+    if "--ptx" in sys.argv[1:]:
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            sys.exit("--ptx compiles: run it without TRITON_INTERPRET=1")
+        print(f"triton {triton.__version__}, sigmoid compiled for sm_90, its divisions: {compiled_divisions()}")
+        return
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        sys.exit("run with TRITON_INTERPRET=1 (the proof runs the jit helper under the interpreter), "
+                 "or with --ptx to see the division each variant compiles to")
+    d = subnormal_range_divisors()
+    expected = ieee_reciprocal(d)
+    start = time.time()
+    model, divisors, quotients = model_reciprocal(d)
+    tiny = np.float32(2.0**-126)
+    print(f"{d.size} divisors d in [2**126, 2**128): IEEE 1/d subnormal for {np.count_nonzero(expected < tiny)}, "
+          f"2**-126 for {np.count_nonzero(expected == tiny)}")
+    print(f"numpy model: {differing(model, expected)} differ from IEEE 1/d; its division's operands "
+          f"[{divisors.min():.4g}, {divisors.max():.4g}], quotients [{quotients.min():.8g}, {quotients.max():.8g}] "
+          f"(all normal: {bool((divisors >= tiny).all() and (quotients >= tiny).all())}); "
+          f"with a flushing division: {differing(model_reciprocal(d, flushing_reciprocal)[0], expected)} differ, "
+          f"while the flushing division of 1/d itself gives {differing(flushing_reciprocal(d), expected)} "
+          f"({time.time() - start:.0f} s)")
+    start = time.time()
+    jit = jit_reciprocal(d)
+    print(f"triton {triton.__version__} jit helper (interpreter): {differing(jit, expected)} differ from IEEE 1/d "
+          f"({time.time() - start:.0f} s)")
+    others = np.array([1.0, 1.5, 2.0, 3.0, 2.0**125, 2.0**126 * 0.9999999, np.inf, np.nan], np.float32)
+    print(f"outside the range (1 .. 2**126, inf, NaN): {differing(jit_reciprocal(others), ieee_reciprocal(others))} "
+          "differ (NaN compared by its bits)")
+    gates = every_bf16_gate()
+    got, expected = interpreted_sigmoid(gates), numpy_sigmoid(gates)
+    not_nan = ~np.isnan(gates)
+    subnormal = not_nan & (expected > 0) & (expected < tiny)
+    print(f"sigmoid over every bf16 gate (interpreter, integer reciprocal): "
+          f"{differing(got[not_nan], expected[not_nan])} of {np.count_nonzero(not_nan)} non-NaN gates differ from "
+          f"numpy's float32 1/(1+exp(-g)); subnormal at gates {gates[subnormal].tolist()}: "
+          f"{got[subnormal].tolist()}")
+
+
+if __name__ == "__main__":
+    main()
