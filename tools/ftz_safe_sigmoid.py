@@ -6,8 +6,10 @@ those subnormals. On NVIDIA, Triton 3.0 to 3.5 compile tl.math.div_rn to div.rn.
 them to zero (3.6 compiles div.rn.f32); AMD's division keeps them (f32 denorm mode 3). A flushed sigmoid
 makes silu -0 instead of about -5e-37, and then
   * grad_y = inf: d_up = inf * -0 = NaN where the reference has -inf, so the group's scale is NaN, not inf;
-  * |grad_y| or |up| above about 1e26, in a group of small values: a scale of 1e-10 where the reference
-    has up to 1.26, and int8 0 against -127; above about 1e33 the judge fails it too.
+  * |grad_y| or |up| above about 2e26, in a group of small values: a scale of 1e-10 where the reference's
+    is larger, and int8 0 against up to -127; above about 2e34 the scales differ by more than the judge's
+    1e-4 (1e-10 against 1.26 at grad_y = 3e38).
+Both fail the judge; `--flush-effect` shows them on the CPU reference.
 
 How. For d in [2**126, 2**128), with d = m * 2**(E - 150) (m the 24-bit significand, E the biased
 exponent, 253 or 254), 1/d = n * 2**-149 with n = 2**(299 - E) / m rounded to nearest even, and the bits
@@ -25,6 +27,7 @@ before 3.4): 1488 instructions as it is, 1576 with the PTX division, 2032 with t
 
     TRITON_INTERPRET=1 python tools/ftz_safe_sigmoid.py   # the proof over every fp32 d in [2**126, 2**128)
     python tools/ftz_safe_sigmoid.py --ptx                # the division each variant compiles to for sm_90
+    python tools/ftz_safe_sigmoid.py --flush-effect       # the reference's outputs with the sigmoid flushed
 
 checks the algorithm in numpy (int64, against numpy's float32 division, which is IEEE with subnormals),
 then the @triton.jit helper itself under the Triton interpreter, on all 2**24 significands of both
@@ -200,12 +203,46 @@ def compiled_divisions(arch=90):
     return found
 
 
+def flush_effect(gate=-88.0, cases=((1.0, 1.0), (1e30, 1.0), (1.0, 1e30), (1.0, 3e38), (1.0, float("inf")))):
+    """For one nonzero element (gate, up, grad_y) in a 128 x 128 call of zeros, the reference on the CPU
+    against the same with subnormal sigmoids flushed to 0: [(up, grad_y, differing bytes per output,
+    whether the judge passes the flushed outputs)]."""
+    import torch
+    import harness
+    import reference
+    sigmoid_as_is = torch.sigmoid
+
+    def flushed(t):
+        s = sigmoid_as_is(t)
+        return torch.where(s.abs() < 2.0**-126, torch.zeros_like(s), s)
+
+    rows = []
+    for up, grad_y in cases:
+        x, gy = torch.zeros(128, 256), torch.zeros(128, 128)
+        x[5, 7], x[5, 128 + 7], gy[5, 7] = gate, up, grad_y
+        x, gy = x.bfloat16(), gy.bfloat16()
+        expected = harness.run_reference(x, gy, reference.silu_dot_fwd_bwd_quant_fuse)
+        torch.sigmoid = flushed
+        try:
+            got = harness.run_reference(x, gy, reference.silu_dot_fwd_bwd_quant_fuse)
+        finally:
+            torch.sigmoid = sigmoid_as_is
+        rows.append((up, grad_y, {n: harness.differing_bytes(a, b) for n, a, b in zip(harness.OUTPUT_NAMES, got, expected)},
+                     harness.compare(got, expected)["passed"]))
+    return rows
+
+
 def differing(a, b):
     """How many elements of two float32 arrays differ in their bits."""
     return int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
 
 
 def main():
+    if "--flush-effect" in sys.argv[1:]:
+        for up, grad_y, bytes_differ, judge_passes in flush_effect():
+            print(f"gate -88, up {up:g}, grad_y {grad_y:g}: flushed sigmoid changes {bytes_differ}; "
+                  f"judge {'passes' if judge_passes else 'FAILS'}")
+        return
     if "--ptx" in sys.argv[1:]:
         if os.environ.get("TRITON_INTERPRET") == "1":
             sys.exit("--ptx compiles: run it without TRITON_INTERPRET=1")
