@@ -198,7 +198,7 @@ class ComputeWatch(TorchDispatchMode):
 
 
 def _launch_entry_points():
-    """(class, attribute, kind) for every place a Triton launch passes through, on any Triton from 3.2
+    """(class, attribute, kind) for every place a Triton launch passes through, on any Triton from 3.0
     on; kind "launch" is the launch itself, "launcher" returns the callable that launches.
 
     JITFunction.run: every compiled launch, kernel[grid](...) and kernel.run(...).
