@@ -251,7 +251,7 @@ class ComputeWatch(TorchDispatchMode):
 
 
 def _launch_entry_points():
-    """(class, attribute, kind) for every place a Triton launch passes through, on any Triton from 3.2
+    """(class, attribute, kind) for every place a Triton launch passes through, on any Triton from 3.0
     on; kind "launch" is the launch itself, "launcher" returns the callable that launches.
 
     JITFunction.run: every compiled launch, kernel[grid](...) and kernel.run(...).
@@ -602,6 +602,10 @@ def main(argv=None):
         return compile_matrix.report(args.solution, args.targets, args.json)
 
     device = harness.use_interpreter_if_no_gpu()  # before anything imports triton
+    problem = harness.interpreter_problem() if device == "cpu" else None
+    if problem:
+        print(f"check.py: cannot run: {problem}", file=sys.stderr)
+        return 2
     # exp(-gate) overflowing to inf is IEEE behaviour the math relies on (sigmoid -> 0), and the specials
     # family's NaN and inf make invalid operations on purpose: neither is an error of the solution.
     warnings.filterwarnings("ignore", message="overflow encountered in exp")

@@ -125,9 +125,10 @@ def plan(solution_path, targets):
 
 # ---------------------------------------------------------------- one compile (run in its own process)
 
-def ast_source(launch):
-    """ASTSource for a launch with every pointer 16-byte aligned and every specialized integer divisible
-    by 16, as contiguous inputs give (the kernel's do_not_specialize arguments are left alone)."""
+def ast_source(launch, target):
+    """ASTSource of a launch for a GPUTarget, with every pointer 16-byte aligned and every specialized
+    integer divisible by 16, as contiguous inputs give (the kernel's do_not_specialize arguments are
+    left alone). Each Triton version takes constexprs and argument attributes in its own form."""
     from triton.compiler import ASTSource
     names = list(launch.kernel.arg_names)
     skip = set(launch.kernel.do_not_specialize or ())
@@ -136,12 +137,15 @@ def ast_source(launch):
         attrs = {(i,): [["tt.divisibility", 16]] for i in specialized}
         signature = {**launch.signature, **{k: "constexpr" for k in launch.constexprs}}
         return ASTSource(fn=launch.kernel, signature=signature, constexprs=launch.constexprs, attrs=attrs)
-    # Triton 3.2: constexprs as constants, attributes from the backend's descriptor of argument values.
     from triton.compiler.compiler import make_backend
-    return lambda target: ASTSource(
-        fn=launch.kernel, signature=dict(launch.signature), constants=dict(launch.constexprs),
-        attrs=make_backend(target).get_attrs_descriptor(
-            launch.kernel.params, [launch.constexprs.get(n, 16) for n in names]))
+    backend = make_backend(target)
+    if hasattr(backend, "get_attrs_descriptor"):  # Triton 3.2: a descriptor built from argument values
+        attrs = backend.get_attrs_descriptor(launch.kernel.params, [launch.constexprs.get(n, 16) for n in names])
+    else:  # Triton 3.0 and 3.1: the divisible arguments' indices
+        from triton.compiler import AttrsDescriptor
+        attrs = AttrsDescriptor(divisible_by_16=set(specialized))
+    return ASTSource(fn=launch.kernel, signature=dict(launch.signature), constants=dict(launch.constexprs),
+                     attrs=attrs)
 
 
 def _count_store_sites(ttir):
@@ -167,8 +171,7 @@ def compile_one(job, solution_path):
     launch = solution.launch_plan(job["solution_backend"], job["M"], job["H"], route=job["route"], arch=job["arch"],
                                   sm_count=job["sm_count"], warp_size=job["warp_size"])[job["launch"]]
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
-    src = ast_source(launch)
-    src = src(target) if callable(src) else src
+    src = ast_source(launch, target)
     stages_seen = _record_stages(job["backend"])
     linked = True
     try:

@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import random
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -28,7 +29,7 @@ POISON_SCALE_BITS = 0x7FC0DEAD
 FAMILIES = ("randn", "zeros", "large", "tiny", "heavy", "specials")
 # The solution's backend routes and the variable that forces one (read when it first sets up a device).
 ROUTE_ENV = "SILU_DOT_ROUTE"
-ROUTES = ("nvidia", "amd", "generic", "ascend")
+ROUTES = ("nvidia", "amd", "generic", "ascend", "plain")
 
 
 def use_interpreter_if_no_gpu():
@@ -37,6 +38,29 @@ def use_interpreter_if_no_gpu():
         os.environ["TRITON_INTERPRET"] = "1"
         return "cpu"
     return "cuda"
+
+
+def version_tuple(version):
+    """(major, minor) of a version string: '3.1.0+corex' -> (3, 1), '2.4.6' -> (2, 4)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+# Before Triton 3.2 the interpreter's compiled load and store (libtriton's interpreter module) misread numpy 2
+# arrays: loads return garbage and stores write nothing, and nothing is raised (measured on 3.0.0 and 3.1.0).
+INTERPRETER_NEEDS_NUMPY_1_BELOW = (3, 2)
+
+
+def interpreter_problem():
+    """None, or one line saying why the Triton interpreter gives wrong results here and what to do.
+    Imports triton: call it once the interpreter is chosen."""
+    import numpy
+    import triton
+    if (version_tuple(triton.__version__) < INTERPRETER_NEEDS_NUMPY_1_BELOW
+            and version_tuple(numpy.__version__) >= (2, 0)):
+        return (f"Triton {triton.__version__}'s interpreter misreads numpy {numpy.__version__} arrays (loads read "
+                "garbage, stores write nothing), so every result would be wrong: install numpy<2 here "
+                "(pip install 'numpy<2'), or Triton 3.2 or later")
+    return None
 
 
 def load_solution_module(path, name=None):

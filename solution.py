@@ -37,9 +37,10 @@ Two kinds of arithmetic, one set of helpers (IEEE_MATH picks):
     with NaN -> 0, v / s as tl.math.div_rn, the group max as an integer max of the
     magnitudes' bits (NaN's lie above inf's). This is what the interpreter runs, so
     the CPU tests prove the arithmetic that vendor backends run.
-Both assume IEEE fp32 add, multiply and div_rn, and an exp equal to the one the
-backend's torch.sigmoid uses (libdevice's where it exists; tl.exp on Ascend and
-under the interpreter, where libdevice is missing).
+Both assume IEEE fp32 add, multiply and div_rn of normal numbers (the sigmoid
+makes its subnormal results without a subnormal quotient: see sigmoid), and an
+exp equal to the one the backend's torch.sigmoid uses (libdevice's where it
+exists; tl.exp on Ascend and under the interpreter, where libdevice is missing).
 
 Backends and routes. BACKENDS is the one table of what is known of each judge
 backend: how it is recognised (torch device type, Triton target, device name),
@@ -56,8 +57,9 @@ Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 Tools reach this file only through its public names: BACKENDS, Backend,
 backend_for, ROUTES, ROUTE_FEATURES, route_for, LaunchSettings,
 launch_settings, KernelLaunch, launch_plan, launch, the math helpers
-sigmoid, sigmoid_lookup, silu_dot_fwd_bwd, group_absmax, group_scale and
-quantize, and the memory helpers store_scales and discard_from_l2.
+sigmoid, reciprocal_keeping_subnormals, sigmoid_lookup, silu_dot_fwd_bwd,
+group_absmax, group_scale and quantize, and the memory helpers store_scales
+and discard_from_l2.
 PERF_NOTES.md tells the design history.
 """
 import contextlib
@@ -111,9 +113,49 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
-def sigmoid(gate, NO_LIBDEVICE: tl.constexpr):
-    """1 / (1 + exp(-gate)) with an accurate exp and IEEE division, as torch.sigmoid."""
-    return tl.math.div_rn(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE))
+def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """1 / (1 + exp(-gate)) with an accurate exp and IEEE division, as torch.sigmoid, subnormal results
+    kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is inf or huge).
+    Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may flush:
+    the nvidia route divides with div.rn.f32 (what 3.6 emits for div_rn), the IEEE path with
+    reciprocal_keeping_subnormals, the amd route with div_rn (AMD's keeps subnormals)."""
+    d = 1.0 + _exp(-gate, NO_LIBDEVICE)
+    if CUDA_ARCH > 0:
+        return _reciprocal_ptx(d)
+    elif IEEE_MATH:
+        return reciprocal_keeping_subnormals(d)
+    else:
+        return tl.math.div_rn(1.0, d)
+
+
+_SUBNORMAL_QUOTIENT_FROM = tl.constexpr(2.0**126)  # 1/d for d at or above this is subnormal (or 2**-126)
+_LARGEST_FINITE = tl.constexpr(3.4028234663852886e38)  # fp32's
+_EXPONENT_149 = tl.constexpr(149 << 23)  # subtracted from d's bits: d * 2**-149, exact where used
+
+
+@triton.jit
+def reciprocal_keeping_subnormals(d):
+    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
+    of normal numbers with a normal quotient (so a flushing division gives the same bits). For d in
+    [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand), 1/d = n * 2**-149 with n =
+    2**(299 - E) / m rounded to nearest even, and n is the result's bits: the division gives n to 24
+    bits, an integer remainder corrects it. Proven for every such d by tools/ftz_safe_sigmoid.py."""
+    subnormal = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
+    bits = d.to(tl.int32, bitcast=True)
+    quotient = tl.math.div_rn(1.0, tl.where(subnormal, (bits - _EXPONENT_149).to(tl.float32, bitcast=True), d))
+    # The remainder r = 2**k - n * m (k = 45 or 46, a multiple of 2**32) in 32-bit wrapping arithmetic is
+    # exact, |r| < 2**25. Where d is out of range the estimate is 1, to keep the integers small.
+    n = tl.where(subnormal, quotient, 1.0).to(tl.int32)
+    m = (bits & 0x7FFFFF) | 0x800000
+    r = (0 - n.to(tl.uint32) * m.to(tl.uint32)).to(tl.int32, bitcast=True)
+    below = r < 0
+    n = tl.where(below, n - 1, n)
+    r = tl.where(below, r + m, r)
+    above = r >= m
+    n = tl.where(above, n + 1, n)
+    r = tl.where(above, r - m, r)
+    n = tl.where((2 * r > m) | ((2 * r == m) & ((n & 1) == 1)), n + 1, n)
+    return tl.where(subnormal, n.to(tl.float32, bitcast=True), quotient)
 
 
 _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
@@ -135,7 +177,8 @@ else:
 
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
+                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr,
+                   CUDA_ARCH: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates.
 
     SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton
@@ -151,7 +194,7 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
     else:
-        return sigmoid(gate, NO_LIBDEVICE)
+        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH)
 
 
 @triton.jit
@@ -232,6 +275,16 @@ def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
             "=r,r,r,r,r", [q], dtype=tl.int8, is_pure=True, pack=4)
     else:
         return q.to(tl.int8)
+
+
+@triton.jit
+def _reciprocal_ptx(d):
+    """1/d by PTX div.rn.f32: IEEE, subnormal results kept; Triton 3.6 emits the same for tl.math.div_rn,
+    3.0-3.5 emit div.rn.ftz.f32, which flushes them. Twin: reciprocal_keeping_subnormals (see sigmoid)."""
+    return tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=r,r,r", [tl.full(d.shape, 1.0, tl.float32), d],
+                                     dtype=tl.float32, is_pure=True, pack=1)
+
+
 @triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that
@@ -258,11 +311,12 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 # ---------------------------------------------------------------- kernels
 
 @triton.jit
-def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+                          IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
-    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE))
+    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH))
 
 
 @triton.jit
@@ -278,7 +332,7 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
     gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
                  eviction_policy="evict_first").to(tl.float32)
-    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE)
+    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
     y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     s_gate = group_scale(group_absmax(d_gate, 1, IEEE_MATH))
@@ -429,7 +483,7 @@ def _plain_y_kernel(x_ptr, y_q_ptr, y_s_ptr, H, stride_x, stride_yq, stride_ys,
     gate = tl.load(x_ptr + x_offs).to(tl.float32)
     up = tl.load(x_ptr + x_offs + H).to(tl.float32)
     # Only y is kept; gate stands in for the grad_y this kernel does not read.
-    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE), True)
+    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE, True, 0), True)
     y = y.to(tl.float32)
     s_y = group_scale(group_absmax(y, 0, True))
     tl.store(y_s_ptr + channels * stride_ys + pid_m, s_y)
@@ -610,7 +664,8 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
         table = KernelLaunch(
             "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
-            {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},
+            {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK,
+             **{name: route_constexprs[name] for name in ("NO_LIBDEVICE", "IEEE_MATH", "CUDA_ARCH")}},
             {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common})
         main = KernelLaunch(
             "main", _silu_dot_quant_kernel, grid, _signature(_silu_dot_quant_kernel),

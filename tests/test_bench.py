@@ -39,7 +39,9 @@ def test_unknown_route_is_refused(capsys):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU exit")
-def test_valid_arguments_without_a_gpu_exit_2_with_a_message(capsys):
+def test_valid_arguments_without_a_gpu_exit_2_with_a_message(capsys, monkeypatch):
+    monkeypatch.setenv(harness.ROUTE_ENV, "")  # recorded, so a --route that main sets is undone
+    monkeypatch.delenv(harness.ROUTE_ENV)
     assert bench.main(["--repeat", "3", "--route", "generic"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench.py: error: timing needs a CUDA GPU") and err.count("\n") == 1
@@ -200,7 +202,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(measure, "same_bytes_copy_us", lambda n_bytes: fake_time("copy"))
     monkeypatch.setattr(measure, "copy_bandwidth_gbps", lambda: 1000.0)
     monkeypatch.setattr(bench, "host_us_per_call", lambda fn, M, H: 20.0)
-    monkeypatch.delenv(harness.ROUTE_ENV, raising=False)
+    monkeypatch.setenv(harness.ROUTE_ENV, "")  # recorded, so main's --route is undone after the test
+    monkeypatch.delenv(harness.ROUTE_ENV)
     return calls
 
 

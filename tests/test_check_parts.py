@@ -74,11 +74,14 @@ def test_watcher_counts_interpreted_launches_and_restores_what_it_patched():
 
 
 def test_watcher_works_where_interpreted_functions_have_no_run_method(monkeypatch):
-    # Triton 3.2-3.5: InterpretedFunction has no run(); kernel[grid] returns a GridExecutor directly.
+    # Before Triton 3.6 InterpretedFunction has no run(); kernel[grid] returns a GridExecutor directly.
+    # From 3.6 on, run() is taken away and __getitem__ made to work that way.
     from triton.runtime.interpreter import GridExecutor, InterpretedFunction
-    monkeypatch.delattr(InterpretedFunction, "run")
-    monkeypatch.setattr(InterpretedFunction, "__getitem__",
-                        lambda self, grid: GridExecutor(self.rewrite(), self.arg_names, grid))
+    if "run" in InterpretedFunction.__dict__:
+        monkeypatch.delattr(InterpretedFunction, "run")
+        monkeypatch.setattr(InterpretedFunction, "__getitem__",
+                            lambda self, grid: GridExecutor(self.rewrite(), self.arg_names, grid))
+    assert "run" not in InterpretedFunction.__dict__
     assert _launch_twice_and_watch().launches == 2
 
 

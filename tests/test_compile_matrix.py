@@ -33,8 +33,10 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
                   for route in routes for kernel in ("_silu_dot_quant_kernel",)}
     plain = {(target, "plain", kernel) for target in ("cuda:90", "hip:gfx942")
              for kernel in ("_plain_grad_kernel", "_plain_y_kernel")}
-    tables = {("cuda:90", "nvidia", "_sigmoid_table_kernel"), ("hip:gfx942", "amd", "_sigmoid_table_kernel")}
-    assert compiled == every_rung | plain | tables  # the generic route's table is the same launch as the first rung's
+    tables = {(target, route, "_sigmoid_table_kernel")
+              for target, routes in (("cuda:90", ("nvidia", "generic")), ("hip:gfx942", ("amd", "generic")))
+              for route in routes}
+    assert compiled == every_rung | plain | tables
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
 
@@ -45,7 +47,7 @@ def test_broken_solution_fails_the_compile_matrix(name, tmp_path):
     proc, report = run_targets(targets, tmp_path, make_broken(edits, tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = [r for r in report["rows"] if not r["ok"]]
-    assert failed and all(r["kernel"] == kernel for r in failed), report["rows"]
+    assert failed and all(r["kernel"] in kernel for r in failed), report["rows"]
     assert "FAIL: " in proc.stdout and "FAILED" in proc.stdout
 
 

@@ -229,3 +229,18 @@ def test_quantize_like_reference_is_the_references_quantizer():
     assert torch.equal(q.view(64, -1), expected_q)
     assert torch.equal(s[..., 0].isnan(), expected_s.isnan())
     assert torch.equal(s[..., 0].nan_to_num(nan=1.0), expected_s.nan_to_num(nan=1.0))
+
+
+@pytest.mark.parametrize("triton_version, numpy_version, refused", [
+    ("3.0.0", "2.4.6", True), ("3.1.0+corex", "2.0.0", True), ("3.1.0", "1.26.4", False),
+    ("3.2.0", "2.4.6", False), ("3.6.0", "2.4.6", False)])
+def test_the_interpreter_is_refused_only_before_triton_3_2_under_numpy_2(triton_version, numpy_version, refused,
+                                                                        monkeypatch):
+    import numpy
+    import triton
+    monkeypatch.setattr(triton, "__version__", triton_version)
+    monkeypatch.setattr(numpy, "__version__", numpy_version)
+    problem = harness.interpreter_problem()
+    assert (problem is not None) is refused
+    if refused:
+        assert "\n" not in problem and "numpy<2" in problem and triton_version in problem

@@ -283,18 +283,19 @@ def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384):
 
 
 def test_a_1d_grid_of_several_tiles_a_program_writes_the_same_bytes(monkeypatch):
-    # 2 x 3 tiles on at most 4 programs: two tiles a program, the last program repeating the last tile.
-    monkeypatch.setitem(solution.BACKENDS, "unknown", solution.BACKENDS["unknown"]._replace(max_grid=(4, 1, 1)))
-    assert _same_bytes_as_the_default_launch(monkeypatch, "ascend") == [0, 0, 0, 0]
-    (main, _), = solution._device(torch.empty(0)).launches.values()
-    assert main.grid == (3, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 2
+    # 3 x 3 tiles on at most 8 programs (the sigmoid table's grid): two tiles a program, the last program
+    # repeating the last tile.
+    monkeypatch.setitem(solution.BACKENDS, "unknown", solution.BACKENDS["unknown"]._replace(max_grid=(8, 1, 1)))
+    assert _same_bytes_as_the_default_launch(monkeypatch, "ascend", M=384, H=384) == [0, 0, 0, 0]
+    [(main, _, _)], = solution._device(torch.empty(0)).launches.values()
+    assert main.grid == (5, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 2
 
 
 def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
     check = solution._check_inputs
     monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True))
     assert _same_bytes_as_the_default_launch(monkeypatch, "generic") == [0, 0, 0, 0]
-    (main, _), = solution._device(torch.empty(0)).launches.values()
+    [(main, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.constexprs["INDEX_64"] is True
 
 
@@ -332,6 +333,7 @@ def test_a_device_that_is_not_cuda_never_reaches_torch_cuda(device_type, backend
         monkeypatch.setattr(torch.cuda, attr, lambda *a, _attr=attr, **k: calls.append(f"cuda.{_attr}"))
     monkeypatch.setattr(solution, "_target", lambda x: (device_type, None, 0))
     monkeypatch.setattr(solution, "_devices", {})
+    monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
     empty = torch.empty  # the table lands on the CPU, where the interpreter fills it
     monkeypatch.setattr(torch, "empty", lambda *a, device=None, **k: empty(
         *a, device=None if isinstance(device, types.SimpleNamespace) else device, **k))

@@ -3,7 +3,8 @@
 Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
 = this GPU's) and with its tl twin (CUDA_ARCH = 0, the amd route), the IEEE arithmetic (IEEE_MATH, the
 generic and ascend routes and the interpreter), the sigmoid table gathered through shared memory and
-computed per element.
+computed per element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
+reciprocal_keeping_subnormals).
 
 1. Scale and quantizer: every bf16 absmax (0, every positive finite value, inf and NaN) x every
    bf16 value v with |v| <= absmax (a group's values never exceed its absmax; with a NaN or inf
@@ -11,8 +12,8 @@ computed per element.
    harness.quantize_like_reference (which tests/test_harness.py shows equal to reference.py's
    quantizer). Pairs with |v| > absmax, which no input can produce and where the clamp-free
    quantizer differs by design, are counted apart.
-2. Sigmoid: every bf16 gate but NaN through the solution's sigmoid (which fills its table) and
-   through its table lookup (_sigmoid_table_kernel + sigmoid_lookup, clamping included), against
+2. Sigmoid: every bf16 gate but NaN, the subnormal results of gates -87.5 to -88.5 included, through
+   the solution's sigmoid (which fills its table) and through its table lookup (_sigmoid_table_kernel + sigmoid_lookup, clamping included), against
    torch.sigmoid.
 3. Elementwise forward/backward: every bf16 gate, NaN and inf included, x K random (up, grad_y)
    pairs through the table lookup and silu_dot_fwd_bwd against the reference's op sequence, all
@@ -62,22 +63,24 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
 
 @triton.jit
 def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexpr, LUT_LO: tl.constexpr,
-                    LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
+                    LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                    IEEE_MATH: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(direct_ptr + offs, solution.sigmoid(g, False))
-    tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE))
+    tl.store(direct_ptr + offs, solution.sigmoid(g, False, IEEE_MATH, CUDA_ARCH))
+    tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE,
+                                                        IEEE_MATH, CUDA_ARCH))
 
 
 @triton.jit
 def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, BLOCK: tl.constexpr,
                         LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                        IEEE_MATH: tl.constexpr):
+                        CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
-    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE)
+    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
     y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, IEEE_MATH)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
@@ -90,9 +93,10 @@ def all_bf16(device):
     return bits.view(torch.bfloat16)
 
 
-def sigmoid_table():
+def sigmoid_table(cuda_arch, ieee_math):
     table = torch.empty(2 * LUT_N, dtype=torch.float32, device="cuda")
-    TABLE_LAUNCH.kernel[TABLE_LAUNCH.grid](table, **TABLE_LAUNCH.constexprs, **TABLE_LAUNCH.options)
+    constexprs = {**TABLE_LAUNCH.constexprs, "CUDA_ARCH": cuda_arch, "IEEE_MATH": ieee_math}
+    TABLE_LAUNCH.kernel[TABLE_LAUNCH.grid](table, **constexprs, **TABLE_LAUNCH.options)
     return table
 
 
@@ -125,25 +129,27 @@ def check_quantizer(cuda_arch, ieee_math, chunk=512):
             "scale_diffs": s_diff, "int8_diffs": q_diff, "int8_diffs_value_above_absmax": q_diff_outside}
 
 
-def check_sigmoid(use_table):
+def check_sigmoid(use_table, cuda_arch, ieee_math):
     g = all_bf16("cuda").float().contiguous()
-    table = sigmoid_table()
+    table = sigmoid_table(cuda_arch, ieee_math)
     result = {"gates_not_nan": int((~torch.isnan(g)).sum())}
     direct, lookup = torch.empty_like(g), torch.empty_like(g)
     _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, enable_fp_fusion=False)
+                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE_MATH=ieee_math,
+                                          enable_fp_fusion=False)
     ref = torch.sigmoid(g)
     counted = ~torch.isnan(g)
+    result["subnormal_results"] = int(((ref != 0) & (ref.abs() < 2.0**-126)).sum())
     result["direct_diffs"] = int(((direct.view(torch.int32) != ref.view(torch.int32)) & counted).sum())
     result["lookup_diffs"] = int(((lookup.view(torch.int32) != ref.view(torch.int32)) & counted).sum())
     result["diffs"] = result["direct_diffs"] + result["lookup_diffs"]
     return result
 
 
-def check_elementwise(pairs_per_gate, use_table, ieee_math, seed=0):
+def check_elementwise(pairs_per_gate, use_table, cuda_arch, ieee_math, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     gates = all_bf16("cuda")
-    table = sigmoid_table()
+    table = sigmoid_table(cuda_arch, ieee_math)
     diffs = {"y": 0, "d_gate": 0, "d_up": 0}
     total = 0
     for _ in range(pairs_per_gate // 256):
@@ -153,7 +159,7 @@ def check_elementwise(pairs_per_gate, use_table, ieee_math, seed=0):
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(3)]
         _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, IEEE_MATH=ieee_math,
+                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE_MATH=ieee_math,
                                           enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
@@ -191,17 +197,19 @@ def main():
                         else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
         print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE_MATH={ieee_math}):", result[name], flush=True)
         total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
-    for use_table in (True, False):
-        where = "table" if use_table else "computed"
-        result[f"sigmoid_{where}"] = check_sigmoid(use_table)
-        print(f"sigmoid over every bf16 gate but NaN (direct, through sigmoid_lookup {where}):",
-              result[f"sigmoid_{where}"], flush=True)
-        total += result[f"sigmoid_{where}"]["diffs"]
-        for ieee_math in (False, True):
-            name = f"elementwise_{where}" + ("_ieee" if ieee_math else "")
-            result[name] = check_elementwise(args.pairs_per_gate, use_table, ieee_math)
-            print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}, "
-                  f"IEEE_MATH={ieee_math}:", result[name], flush=True)
+    for label, cuda_arch, ieee_math in ARITHMETIC:
+        cuda_arch = 10 * major + minor if cuda_arch is None else cuda_arch
+        for use_table in (True, False):
+            where = "table" if use_table else "computed"
+            name = f"sigmoid_{where}_{label.replace(' ', '_')}"
+            result[name] = check_sigmoid(use_table, cuda_arch, ieee_math)
+            print(f"sigmoid over every bf16 gate but NaN (direct, through sigmoid_lookup {where}), {label}:",
+                  result[name], flush=True)
+            total += result[name]["diffs"]
+            name = f"elementwise_{where}_{label.replace(' ', '_')}"
+            result[name] = check_elementwise(args.pairs_per_gate, use_table, cuda_arch, ieee_math)
+            print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}, {label}:",
+                  result[name], flush=True)
             total += sum(result[name]["diffs"].values())
     result["seconds"] = round(time.time() - t0, 1)
     result["total_diffs"] = total

@@ -11,6 +11,7 @@ Usage: python tools/movers.py [--variants-file PATH] [--shapes ...] [--json PATH
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -168,12 +169,13 @@ def compiled_counts(ablation, settings=MoverSettings(8, 32, 64, 80), arch=90):
                       CUDA_ARCH=arch)
     launch = solution.KernelLaunch("mover", _mover_kernel, None, signature, constexprs,
                                    {"num_warps": settings.num_warps, "num_stages": 1})
-    kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
-                            options=launch.options)
+    target = GPUTarget("cuda", arch, 32)
+    kernel = triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
     ttir, ttgir = kernel.asm["ttir"], kernel.asm["ttgir"]
     return {"stores": ttir.count("tt.store"), "scale_stores": ttir.count("st.global.b32"),
             "reductions": ttir.count("\"tt.reduce\""), "discards": ttir.count("discard.global.L2"),
-            "layout_changes": ttgir.count("ttg.convert_layout")}
+            # The TritonGPU dialect is spelled triton_gpu on Triton 3.0-3.2 and ttg on 3.6.
+            "layout_changes": len(re.findall(r"\b(?:ttg|triton_gpu)\.convert_layout\b", ttgir))}
 
 
 def main():

@@ -106,8 +106,8 @@ def compiled_stamps(M=1024, H=2560, arch=90, sm_count=132):
     import compile_matrix
     timed = load_instrumented()
     launch = timed.launch_plan("nvidia", M, H, arch=arch, sm_count=sm_count)["main"]
-    kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
-                            options=launch.options)
+    target = GPUTarget("cuda", arch, 32)
+    kernel = triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
     ttir = kernel.asm["ttir"]
     return {"timer_reads": ttir.count("%globaltimer"), "sm_id_reads": ttir.count("%smid")}
 

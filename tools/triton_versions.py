@@ -1,10 +1,11 @@
-"""The solution on every Triton minor version from 3.2 on: runs on CPU and compiles for cuda and hip.
+"""The solution on every Triton minor version from 3.0 on: runs on CPU and compiles for cuda and hip.
 
     python tools/triton_versions.py [--versions 3.2.0 3.9.0 ...] [--out PATH] [--timeout S]
 
-For each version (default: the newest patch of every minor from 3.2 that `pip index versions triton`
+For each version (default: the newest patch of every minor from 3.0 that `pip index versions triton`
 lists) a venv in /tmp/triton-venvs/<version> with --system-site-packages (torch is reused) gets that
-Triton, and runs:
+Triton (and numpy<2 before 3.2, whose interpreter misreads numpy 2 arrays: harness.interpreter_problem),
+and runs:
   check      python check.py --shapes cpu_small --seeds 1 (no GPU here: the Triton interpreter)
   interp     the solution alone under the interpreter on the cpu_small shapes, judged by
              harness.compare (seed 0, randn): whether the solution runs, apart from check.py's watcher
@@ -22,8 +23,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import harness  # noqa: E402
+
 VENVS = Path("/tmp/triton-venvs")
-FIRST_MINOR = (3, 2)
+FIRST_MINOR = (3, 0)
 MATRIX_TARGETS = ("cuda:90", "hip:gfx942")
 WATCHER_MISSING = "type object 'InterpretedFunction' has no attribute 'run'"
 
@@ -69,6 +73,11 @@ def venv_python(version):
                           text=True).stdout.strip()
     if have != version:
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", f"triton=={version}"], check=True)
+    if harness.version_tuple(version) < harness.INTERPRETER_NEEDS_NUMPY_1_BELOW:
+        numpy_version = subprocess.run([str(python), "-c", "import numpy; print(numpy.__version__)"],
+                                       capture_output=True, text=True, check=True).stdout.strip()
+        if harness.version_tuple(numpy_version) >= (2, 0):
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "numpy<2"], check=True)
     return python
 
 
