@@ -3,6 +3,7 @@
     python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
                     [--route nvidia|amd|generic] [--strict] [--json PATH]
     python check.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
+    python check.py --targets judge [--solution PATH] [--json PATH]
 
 Named checks, per shape (each over every seed x input family):
   judge        the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 rtol 0.25,
@@ -20,7 +21,9 @@ the function defined at top level) and numerics (fast-math constructs in @triton
 JIT launches (kernel[grid](...)) without enable_fp_fusion=False; fails only with --strict).
 
 With --targets, nothing runs: every kernel the solution's routes launch is compiled for each named
-target (backend:arch) instead, no GPU needed; see compile_matrix.py.
+target (backend:arch) instead, no GPU needed; see compile_matrix.py. --targets judge compiles for the
+judge's seven backends instead, each with the Triton its compiler is built on, and checks every launch
+against the backend's known limits; see judge_targets.py.
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a
@@ -420,8 +423,12 @@ def main(argv=None):
     parser.add_argument("--strict", action="store_true", help="also require 0 differing bytes and clean numerics")
     parser.add_argument("--json", help="write the full report here")
     parser.add_argument("--targets", help="compile matrix instead of a run: comma-separated targets, each "
-                        f"{compile_matrix.TARGET_FORM} (e.g. cuda:80,cuda:90,hip:gfx942)")
+                        f"{compile_matrix.TARGET_FORM} (e.g. cuda:80,cuda:90,hip:gfx942); or 'judge': the judge's "
+                        "seven backends, each with its own Triton (judge_targets.py)")
     args = parser.parse_args(argv)
+    if args.targets == "judge":
+        import judge_targets  # imports no triton: each Triton runs in processes of its own
+        return judge_targets.report(args.solution, args.json)
     if args.targets is not None:
         try:
             targets = compile_matrix.parse_targets(args.targets)
