@@ -3,7 +3,7 @@
     python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
                     [--route nvidia|amd|generic] [--strict] [--json PATH]
     python check.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
-    python check.py --targets judge [--solution PATH] [--json PATH]
+    python check.py --targets judge[:BACKEND,...] [--solution PATH] [--json PATH]
 
 Named checks, per shape (each over every seed x input family):
   judge        the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 rtol 0.25,
@@ -424,11 +424,15 @@ def main(argv=None):
     parser.add_argument("--json", help="write the full report here")
     parser.add_argument("--targets", help="compile matrix instead of a run: comma-separated targets, each "
                         f"{compile_matrix.TARGET_FORM} (e.g. cuda:80,cuda:90,hip:gfx942); or 'judge': the judge's "
-                        "seven backends, each with its own Triton (judge_targets.py)")
+                        "seven backends, each with its own Triton (judge_targets.py), or judge:ascend,metax for some")
     args = parser.parse_args(argv)
-    if args.targets == "judge":
+    if args.targets is not None and args.targets.partition(":")[0] == "judge":
         import judge_targets  # imports no triton: each Triton runs in processes of its own
-        return judge_targets.report(args.solution, args.json)
+        try:
+            backends = judge_targets.parse_selection(args.targets)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return judge_targets.report(args.solution, args.json, backends=backends)
     if args.targets is not None:
         try:
             targets = compile_matrix.parse_targets(args.targets)

@@ -1,11 +1,12 @@
 """The judge's seven backends on a CPU: each compiled with the Triton its compiler is built on, as far as a
 CPU can go, and every launch of the solution's plan checked against the backend's known limits.
 
-    python check.py --targets judge [--solution PATH] [--json PATH]
-    python judge_targets.py [--solution PATH] [--json PATH] [--jobs N]
+    python check.py --targets judge[:BACKEND,...] [--solution PATH] [--json PATH]
+    python judge_targets.py [--backends NAME ...] [--solution PATH] [--json PATH] [--jobs N]
 
 What each backend is (Triton base version, route, warp size, thread and grid limits, compile options) is
-the solution's own table, solution.BACKENDS. What this module knows is how far each one can be compiled here (JUDGE_ROWS):
+the solution's own table, solution.BACKENDS. What this module knows is how far each one can be compiled
+here (JUDGE_ROWS):
 
   backend        Triton (today's table)           compiled for
   NVIDIA         3.6 and 3.5                      cuda:90
@@ -297,16 +298,34 @@ def _read_json(proc, what):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, log=print):
-    """Every judge row, planned, limit-checked and compiled. Returns (rows, shape count)."""
+def parse_selection(text):
+    """'judge' -> None (every backend); 'judge:ascend,metax' -> ('ascend', 'metax'). ValueError otherwise."""
+    head, sep, names = text.partition(":")
+    if head != "judge":
+        raise ValueError(f"not a judge selection: {text!r}")
+    if not sep:
+        return None
+    selected = tuple(name.strip() for name in names.split(",") if name.strip())
+    known = sorted({row.backend for row in JUDGE_ROWS})
+    unknown = [name for name in selected if name not in known]
+    if unknown or not selected:
+        raise ValueError(f"judge backends are {', '.join(known)}; got {names!r}")
+    return selected
+
+
+def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, log=print, backends=None):
+    """The judge rows (of the named backends, or all), planned, limit-checked and compiled. Returns
+    (rows, shape count)."""
     solution_path = str(Path(solution_path).resolve())
-    table = _read_json(compile_matrix.run_script(["--backends", "--solution", solution_path], PLAN_TIMEOUT_S,
+    table = _read_json(compile_matrix.run_script(["--table", "--solution", solution_path], PLAN_TIMEOUT_S,
                                                  script=__file__), "reading the solution's BACKENDS")
     missing = sorted(set(table) - {row.backend for row in JUDGE_ROWS} - {"unknown"})
     if missing:
         log(f"  note: BACKENDS has {', '.join(missing)}, which no judge row compiles")
     rows, installs = [], {}
     for index, row in enumerate(JUDGE_ROWS):
+        if backends and row.backend not in backends:
+            continue
         problems = row_problems(row, table.get(row.backend))
         if problems:
             rows.append(_unchecked_row(index, "-", "; ".join(problems)))
@@ -403,19 +422,19 @@ def format_table(rows, shape_count):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line[:-1], widths)) + "  " + line[-1] for line in [head, *body]]
     lines.insert(1, "-" * len(lines[0]))
-    notes = [f"  {row.label} on {row.target}: a stand-in for {row.stands_in_for}"
-             for row in JUDGE_ROWS if row.stands_in_for]
-    notes += [f"  {row.label} on Triton {row.triton}: {row.why}" for row in JUDGE_ROWS if row.why]
-    return "\n".join(lines + ["", "Stand-ins and extra rows:"] + notes)
+    shown = [JUDGE_ROWS[i] for i in sorted({r["row"] for r in rows})]
+    notes = [f"  {row.label} on {row.target}: a stand-in for {row.stands_in_for}" for row in shown if row.stands_in_for]
+    notes += [f"  {row.label} on Triton {row.triton}: {row.why}" for row in shown if row.why]
+    return "\n".join(lines + (["", "Stand-ins and extra rows:"] + notes if notes else []))
 
 
-def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S):
-    """Runs every judge row, prints the table; 0 when every row passed, 1 otherwise."""
+def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, backends=None):
+    """Runs the judge rows (of the named backends, or all), prints the table; 0 when every row passed."""
     start = time.time()
     print(f"judge backends: {solution_path}, each compiled with its own Triton, {jobs} compiles at a time "
           f"(venvs in {VENVS})", flush=True)
     try:
-        rows, shape_count = run_judge(solution_path, jobs, timeout)
+        rows, shape_count = run_judge(solution_path, jobs, timeout, backends=backends)
     except RuntimeError as exc:
         print(f"FAILED: {exc}")
         return 1
@@ -442,17 +461,19 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2, help="compiles at a time (default 2)")
     parser.add_argument("--timeout", type=float, default=compile_matrix.COMPILE_TIMEOUT_S,
                         help="seconds a compile may take")
-    parser.add_argument("--backends", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--backends", nargs="+", choices=sorted({row.backend for row in JUDGE_ROWS}),
+                        help="only these backends' rows (default: all)")
+    parser.add_argument("--table", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rows", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.backends:
+    if args.table:
         print(json.dumps(backend_table(args.solution)))
         return 0
     if args.plan:
         print(json.dumps(plan_rows(args.solution, [int(i) for i in args.rows.split(",")])))
         return 0
-    return report(args.solution, args.json, args.jobs, args.timeout)
+    return report(args.solution, args.json, args.jobs, args.timeout, args.backends)
 
 
 if __name__ == "__main__":

@@ -137,3 +137,10 @@ def test_table_marks_stand_ins_and_failed_limits():
            "result": {}, "seconds": 1.0}
     table = judge_targets.format_table([row], 20)
     assert "hip:gfx90a (stand-in)" in table and "FAIL: 1024 threads" in table and "a stand-in for maca" in table
+
+
+def test_a_selection_names_judge_backends_or_none_for_all():
+    assert judge_targets.parse_selection("judge") is None
+    assert judge_targets.parse_selection("judge:ascend, metax") == ("ascend", "metax")
+    with pytest.raises(ValueError, match="judge backends are ascend, hygon"):
+        judge_targets.parse_selection("judge:amd")
