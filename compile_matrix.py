@@ -248,6 +248,7 @@ def _prepare_npu_toolchain(arch):
     import ascendnpuir
     from triton.backends import backends
     stand_in_dir = Path(os.environ.get("TRITON_CACHE_DIR") or tempfile.mkdtemp())  # run_script removes it
+    stand_in_dir.mkdir(parents=True, exist_ok=True)
     hivmc = stand_in_dir / "hivmc"
     hivmc.write_text(HIVMC_STAND_IN)
     hivmc.chmod(0o755)
