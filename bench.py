@@ -35,6 +35,10 @@ shapes of solution us / baseline us (below 1: the solution is faster).
 backend route; the route it took is printed (its route_for(device); "unknown" if it has none).
 The --json record holds every round's times as rounds[r][shape][series] in microseconds
 (series: reference, reference_gpu, copy, solution, baseline); rows hold the medians.
+
+Exit code: 0 when the solution passed the check on every shape, 1 when it failed one (or a solution
+file does not parse or import), 2 for a usage error or when there is no GPU; the arguments are
+checked first.
 """
 import argparse
 import json
@@ -50,43 +54,38 @@ import torch
 import harness
 import measure
 
-ROUTE_ENV, ROUTES = harness.ROUTE_ENV, harness.ROUTES
-
-
 # ---------------------------------------------------------------- command line
 
-def round_count(text):
-    """argparse type of --repeat: a whole number, 1 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of rounds, 1 or more; got {text!r}")
-    return n
-
-
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="bench.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--baseline", help="a second solution file, timed side by side")
-    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json, MxH or ExTxH (default: benchmark)")
-    parser.add_argument("--repeat", type=round_count, default=1, metavar="N",
+    """The arguments, each checked before anything runs; a usage error exits 2 with one line."""
+    parser = harness.ArgumentParser(prog="bench.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", type=harness.existing_file, default=str(harness.ROOT / "solution.py"),
+                        metavar="PATH", help="the solution file (default: solution.py beside bench.py)")
+    parser.add_argument("--baseline", type=harness.existing_file, metavar="PATH",
+                        help="a second solution file, timed side by side")
+    parser.add_argument("--shapes", nargs="+", type=harness.shape_group, metavar="SHAPES",
+                        help="shape groups from shapes.json, MxH or ExTxH, M and H multiples of 128 "
+                        "(default: benchmark)")
+    parser.add_argument("--repeat", type=harness.at_least_one("rounds"), default=1, metavar="N",
                         help="time every shape N times, in interleaved rounds (default: 1)")
-    parser.add_argument("--route", choices=ROUTES,
-                        help=f"force the solution's backend route (sets {ROUTE_ENV}; default: the solution chooses)")
-    parser.add_argument("--json", help="write the record here")
+    parser.add_argument("--route", choices=harness.ROUTES,
+                        help=f"force the solution's backend route (sets {harness.ROUTE_ENV}; default: the solution "
+                        "chooses)")
+    parser.add_argument("--json", type=harness.json_destination, metavar="PATH",
+                        help="write the record here (into a folder that exists)")
     return parser.parse_args(argv)
 
 
 def apply_route(route):
     """Must run before the solution is loaded; None leaves the solution's choice (or the environment's) alone."""
     if route is not None:
-        os.environ[ROUTE_ENV] = route
+        os.environ[harness.ROUTE_ENV] = route
 
 
-route_name = harness.route_name
+def error(message, exit_code):
+    print(f"bench.py: error: {message}", file=sys.stderr)
+    return exit_code
 
 
 def header(env):
@@ -281,20 +280,26 @@ def time_shape(M, H, reference, solutions):
 
 def main(argv=None):
     args = parse_args(argv)
+    paths = {"solution": args.solution}
+    if args.baseline:
+        paths["baseline"] = args.baseline
+    try:
+        for path in paths.values():
+            harness.parse_solution(path)
+    except harness.SolutionError as exc:
+        return error(exc, 1)
     if not torch.cuda.is_available():
-        print("bench.py: timing needs a CUDA GPU and none was found; use check.py for correctness on CPU")
-        return 2
+        return error("timing needs a CUDA GPU and none was found; use check.py for correctness on the CPU", 2)
 
     apply_route(args.route)
     env = harness.environment("cuda")
     shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
-    paths = {"solution": args.solution}
-    if args.baseline:
-        paths["baseline"] = args.baseline
     solutions, modules = {}, {}
-    for name, path in paths.items():
-        modules[name] = harness.load_solution_module(path, name=f"{name}_for_bench")
-        solutions[name] = harness.solution_function(modules[name])
+    try:
+        for name, path in paths.items():
+            modules[name], solutions[name] = harness.import_solution(path, name=f"{name}_for_bench")
+    except harness.SolutionError as exc:
+        return error(exc, 1)
     names = list(solutions)
     reference = harness.reference_fn()
     print(header(env), flush=True)
@@ -306,7 +311,7 @@ def main(argv=None):
           + f" (shape {smallest[0]})")
     # After host_us_per_call, each solution has set up the device.
     device = torch.device("cuda", torch.cuda.current_device())
-    routes = {name: route_name(module, device) for name, module in modules.items()}
+    routes = {name: harness.route_name(module, device) for name, module in modules.items()}
     print(f"route: {routes['solution']}" + (f" (baseline: {routes['baseline']})" if "baseline" in routes else ""),
           flush=True)
 
@@ -363,12 +368,11 @@ def main(argv=None):
         rows = record_rows(shapes, spreads, checks, names, copy_gbps)
         record = {"tool": "bench", "environment": env, "command": "python bench.py " + " ".join(argv or sys.argv[1:]),
                   "do_bench": measure.settings_record(), "repeat": n_rounds,
-                  "route": {"requested": os.environ.get(ROUTE_ENV, "automatic"), **routes},
+                  "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), **routes},
                   "copy_gbps": copy_gbps, "copy_speed_ceiling": ceiling["median"], "host_us_per_call": host_us,
                   "reference_kernels_per_call": sorted(kernel_counts), "rows": rows, "rounds": rounds,
                   "arithmetic_mean_speedup": summary["solution"]["arithmetic_mean_speedup"], "summary": summary,
                   "over_rounds": stats}
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(record, indent=2))
     return 0 if not summary["solution"]["failed_shapes"] else 1
 

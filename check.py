@@ -2,28 +2,14 @@
 
     python check.py [--solution PATH] [--shapes GROUP|MxH|ExTxH ...] [--seeds N] [--families F ...]
                     [--route nvidia|amd|generic] [--strict] [--json PATH]
-    python check.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
-    python check.py --targets judge[:BACKEND,...] [--solution PATH] [--json PATH]
+    python check.py --targets [TARGET,...] [--solution PATH] [--json PATH]
 
-Named checks, per shape (each over every seed x input family):
-  judge        the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 rtol 0.25,
-               with a NaN equal to a NaN (the judge as written fails those; they are counted as NaN pairs)
-  unwritten    outputs are poisoned (int8 -128, scales a NaN of one payload) before every call; none may survive
-  replay       a second call, new inputs in the same input and output buffers, matches its own reference
-  inputs       x and grad_y are bit-identical after the call
-  in_place     the returned tensors are the given output tensors
-  triton_only  no PyTorch compute op runs during the call, and at least one Triton kernel launches
-  layouts      row-strided views (unit column stride) of wider buffers, inputs and outputs, give the same
-               bytes as contiguous tensors and leave the padding columns untouched (first seed and family)
-  exact        0 bytes differ from the reference, a NaN equal to any NaN (fails only with --strict on a GPU)
-Static checks on the file: single_file (imports only torch, triton, numpy, the standard library;
-the function defined at top level) and numerics (fast-math constructs in @triton.jit code and
-JIT launches (kernel[grid](...)) without enable_fp_fusion=False; fails only with --strict).
+<the checks, from CHECKS>
 
 With --targets, nothing runs: every kernel the solution's routes launch is compiled for each named
-target (backend:arch) instead, no GPU needed; see compile_matrix.py. --targets judge compiles for the
-judge's seven backends instead, each with the Triton its compiler is built on, and checks every launch
-against the backend's known limits; see judge_targets.py.
+target (backend:arch) instead, no GPU needed; see compile_matrix.py. --targets alone means
+--targets judge: the judge's seven backends, each compiled with the Triton its compiler is built on and
+every launch checked against the backend's limits (judge:NAME,... for some); see judge_targets.py.
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a
@@ -31,6 +17,9 @@ GPU property, checked with --strict on a GPU.
 
 --route sets SILU_DOT_ROUTE before the solution is loaded, forcing its backend route; the route it
 takes is printed (its route_for(device), or "unknown" if it has none).
+
+Exit code: 0 when every check that counts passed, 1 when the solution fails (a check, or a file that
+does not parse or import), 2 for a usage error.
 """
 import argparse
 import ast
@@ -38,8 +27,10 @@ import contextlib
 import json
 import os
 import sys
+import textwrap
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -47,16 +38,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import compile_matrix  # imports no triton either: each compile runs in its own process
 import harness  # imports no triton: main() picks the device (and the interpreter) before anything does
 
-NAMED_CHECKS = ("judge", "unwritten", "replay", "inputs", "in_place", "triton_only", "layouts", "exact")
-STATIC_CHECKS = ("single_file", "numerics")
-# Kernels the solution launched without enable_fp_fusion=False, seen at run time by the launch watcher
-# (what a launch passes in a dict of options is invisible to the static check): a numerics problem.
-FUSED_LAUNCHES = set()
 ALLOWED_IMPORTS = {"torch", "triton", "numpy"} | set(sys.stdlib_module_names)
 # Allocation and metadata: everything else PyTorch runs during the call is compute.
 ALLOWED_OPS = {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
                "aten::new_empty_strided", "aten::detach", "aten::alias", "aten::lift_fresh",
                "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset"}
+# Branches the numerics check does not read: code for where libdevice does not exist (the interpreter,
+# Ascend), whose tl.exp is the only exp there.
+EXEMPT_BRANCHES = ("INTERPRET", "NO_LIBDEVICE")
 FAST_MATH_CALLS = {"sigmoid", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "fdiv", "div_full"}
 # The `layouts` check: extra columns per row of each tensor's buffer (the tensor is the buffer's first
 # columns: unit column stride, a longer row stride). Rows 16-byte aligned, then one element wider.
@@ -65,31 +54,90 @@ LAYOUTS = {
     "unaligned rows": dict.fromkeys(("x", "grad_y") + harness.OUTPUT_NAMES, 1),
 }
 INPUT_PADDING = 1e30  # what the input buffers' padding columns hold: a solution that reads them shows it
+JUDGE_TARGETS = "judge"  # what --targets alone means: the name of compile_matrix's list of the judge's targets
+DEFAULT_SHAPE_GROUPS = {"cuda": ["benchmark", "hidden_like"], "cpu": ["cpu_small"]}
+# Failure details as printed (the --json report keeps them all): the first few problems of a check, each
+# on a line of its own, cut to a width.
+PROBLEMS_SHOWN = 3
+PROBLEM_WIDTH = 150
 
 
-# ---------------------------------------------------------------- the verdict
+# ---------------------------------------------------------------- the checks and the verdict
+
+# When a failed check fails the run.
+ALWAYS = "always"
+WITH_STRICT = "with --strict"
+WITH_STRICT_ON_A_GPU = "with --strict on a GPU"  # on the CPU the reference's sigmoid is not the GPU's
+
+
+class Check(NamedTuple):
+    name: str
+    per_shape: bool  # run on every shape (over every seed and family); otherwise on the file's text
+    policy: str  # ALWAYS, WITH_STRICT or WITH_STRICT_ON_A_GPU
+    doc: str
+
+
+CHECKS = (
+    Check("judge", True, ALWAYS, "the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 "
+          "rtol 0.25, with a NaN equal to a NaN (the judge as written fails those; they are counted as NaN pairs)"),
+    Check("unwritten", True, ALWAYS, "outputs are poisoned (int8 -128, scales a NaN of one payload) before every "
+          "call; none may survive"),
+    Check("replay", True, ALWAYS, "a second call, new inputs in the same input and output buffers, matches its own "
+          "reference"),
+    Check("inputs", True, ALWAYS, "x and grad_y are bit-identical after the call"),
+    Check("in_place", True, ALWAYS, "the returned tensors are the given output tensors"),
+    Check("triton_only", True, ALWAYS, "no PyTorch compute op runs during the call, and at least one Triton kernel "
+          "launches"),
+    Check("layouts", True, ALWAYS, "row-strided views (unit column stride) of wider buffers, inputs and outputs, "
+          "give the same bytes as contiguous tensors and leave the padding columns untouched (first seed and "
+          "family)"),
+    Check("exact", True, WITH_STRICT_ON_A_GPU, "0 bytes differ from the reference, a NaN equal to any NaN"),
+    Check("single_file", False, ALWAYS, "imports only torch, triton, numpy, the standard library; the function "
+          "defined at top level"),
+    Check("numerics", False, WITH_STRICT, "no fast-math constructs in @triton.jit code, and no launch without "
+          "enable_fp_fusion=False: JIT launches (kernel[grid](...)) in the text, any launch at run time"),
+)
+CHECKS_BY_NAME = {c.name: c for c in CHECKS}
+NAMED_CHECKS = tuple(c.name for c in CHECKS if c.per_shape)
+STATIC_CHECKS = tuple(c.name for c in CHECKS if not c.per_shape)
+
+
+def describe_checks():
+    """The checks as the module docstring (and --help) lists them."""
+    def entries(checks):
+        for c in checks:
+            doc = c.doc + ("" if c.policy == ALWAYS else f" (fails only {c.policy})")
+            yield textwrap.fill(f"{c.name:<12} {doc}", width=108, initial_indent="  ", subsequent_indent=" " * 15,
+                                break_on_hyphens=False)
+    return "\n".join(["Named checks, per shape (each over every seed x input family):",
+                      *entries(c for c in CHECKS if c.per_shape),
+                      "Static checks on the file:",
+                      *entries(c for c in CHECKS if not c.per_shape)])
+
+
+__doc__ = __doc__.replace("<the checks, from CHECKS>", describe_checks())  # CHECKS is the list's one home
+
 
 def counts(name, strict, device):
-    """The verdict policy, its one home: whether a failed check fails the run. `exact` counts only with
-    --strict on a GPU (on the CPU the reference's sigmoid is not the GPU's), the static `numerics`
-    only with --strict, every other check always."""
-    if name not in NAMED_CHECKS + STATIC_CHECKS:
+    """Whether a failed check fails the run, by its policy in CHECKS."""
+    if name not in CHECKS_BY_NAME:
         raise ValueError(f"unknown check {name!r}")
-    if name == "exact":
+    policy = CHECKS_BY_NAME[name].policy
+    if policy == WITH_STRICT_ON_A_GPU:
         return strict and device == "cuda"
-    if name == "numerics":
+    if policy == WITH_STRICT:
         return strict
     return True
 
 
-def failed_checks(checks, strict, device):
-    """The names of the failed checks that fail the run, from {name: (passed, detail)}."""
-    return [name for name, (passed, _) in checks.items() if not passed and counts(name, strict, device)]
+def failed_checks(problems, strict, device):
+    """The names of the failed checks that fail the run, from {name: [problem, ...]} (no problem: passed)."""
+    return [name for name, found in problems.items() if found and counts(name, strict, device)]
 
 
-def static_results(static):
-    """{name: (passed, detail)} from the static checks' {name: [problem, ...]}."""
-    return {name: (not problems, "; ".join(problems)) for name, problems in static.items()}
+def row_problems(row):
+    """{name: [problem, ...]} of one shape's row."""
+    return {name: result["problems"] for name, result in row["checks"].items()}
 
 
 # ---------------------------------------------------------------- static checks
@@ -103,10 +151,14 @@ def _dotted(node):
     return ""
 
 
-def check_single_file(source):
+def static_checks(tree):
+    """{name: [problem, ...]} of the static checks, on the solution's AST."""
+    return {"single_file": check_single_file(tree), "numerics": check_numerics(tree)}
+
+
+def check_single_file(tree):
     """Imports only torch/triton/numpy/stdlib, no dynamic imports, the function at top level."""
     problems = []
-    tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -134,21 +186,20 @@ def _is_jit(fn):
 
 
 def _walk_gpu_path(nodes):
-    """Nodes of a kernel body, leaving out the bodies of `if ...INTERPRET...:` (interpreter-only code)."""
+    """Nodes of a kernel body, leaving out the bodies of `if` tests that name a flag of EXEMPT_BRANCHES."""
     stack = list(nodes)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and "INTERPRET" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_BRANCHES):
             stack.extend(node.orelse)
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
 
 
-def check_numerics(source):
+def check_numerics(tree):
     """Constructs that round differently from PyTorch's kernels on the GPU."""
     flags = []
-    tree = ast.parse(source)
     for fn in ast.walk(tree):
         if not (isinstance(fn, ast.FunctionDef) and _is_jit(fn)):
             continue
@@ -276,41 +327,46 @@ def _same_bits(a, b):
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
+class CallResult(NamedTuple):
+    problems: dict  # {check: [problem, ...]} of the checks one call decides; no problem: passed
+    comparison: dict  # harness.compare's, or None when the call raised
+    fused_launches: frozenset  # names of the kernels launched without enable_fp_fusion=False
+
+
+def judge_problem(comparison):
+    """One of harness.compare's failed comparisons, with its first failing elements, on one line."""
+    first = ", ".join(f"{f['index']} {f['actual']:.4g} vs {f['expected']:.4g}" for f in comparison["first_failures"])
+    return (f"{comparison['name']}: {comparison['mismatches']} mismatches, max err {comparison['max_abs_err']:.3g}; "
+            f"first (solution vs reference): {first}")
+
+
 def call_and_check(fn, x, grad_y, outputs, ref_outputs, device):
-    """Calls fn into outputs; returns {check: (passed, detail)} for the checks one call decides, and the
-    comparison with the reference (None if the call raised: then every named check fails)."""
-    results = {}
+    """Calls fn into outputs and checks what one call decides. A call that raises fails every named check."""
     x_before, gy_before = x.clone(), grad_y.clone()
     try:
         with watch_compute() as watch:
             returned = fn(x, grad_y, *outputs)
         _sync(device)
     except Exception as exc:
-        detail = f"raised {type(exc).__name__}: {exc}"
-        return {name: (False, detail) for name in NAMED_CHECKS}, None
-    FUSED_LAUNCHES.update(watch.fused_launches)
+        raised = [f"raised {type(exc).__name__}: {exc}"]
+        return CallResult({name: raised for name in NAMED_CHECKS}, None, frozenset())
 
+    problems = {}
     in_place = (isinstance(returned, (tuple, list)) and len(returned) == 4
                 and all(r is o for r, o in zip(returned, outputs)))
-    results["in_place"] = (in_place, "" if in_place else
-                           "must return (grad_input_q, grad_input_s, y_q_t, y_s_t): the given tensors, in order")
+    problems["in_place"] = [] if in_place else [
+        "must return (grad_input_q, grad_input_s, y_q_t, y_s_t): the given tensors, in order"]
     same = _same_bits(x, x_before) and _same_bits(grad_y, gy_before)
-    results["inputs"] = (same, "" if same else "x or grad_y changed during the call")
-    left = {k: v for k, v in harness.unwritten(outputs).items() if v}
-    results["unwritten"] = (not left, "" if not left else f"poison left in {left}")
-    torch_ops = sorted(set(watch.ops))
-    ok = not torch_ops and watch.launches > 0
-    results["triton_only"] = (ok, "" if ok else
-                              f"PyTorch compute ops during the call: {torch_ops}" if torch_ops else
-                              "no Triton kernel was launched")
+    problems["inputs"] = [] if same else ["x or grad_y changed during the call"]
+    problems["unwritten"] = [f"poison left in {n} elements of {name}"
+                             for name, n in harness.unwritten(outputs).items() if n]
+    problems["triton_only"] = [f"PyTorch compute op during the call: {op}" for op in sorted(set(watch.ops))]
+    if not watch.launches:
+        problems["triton_only"].append("no Triton kernel was launched")
     comparison = harness.compare(outputs, ref_outputs)
-    failed = [c for c in comparison["checks"] if not c["passed"]]
-    results["judge"] = (not failed, "; ".join(
-        f"{c['name']}: {c['mismatches']} mismatches, max err {c['max_abs_err']:.3g}, first {c['first_failures']}"
-        for c in failed))
-    differing = {name: n for name, n in comparison["differing_bytes"].items() if n}
-    results["exact"] = (not differing, f"bytes differ: {differing}" if differing else "")
-    return results, comparison
+    problems["judge"] = [judge_problem(c) for c in comparison["checks"] if not c["passed"]]
+    problems["exact"] = [f"{name}: {n} bytes differ" for name, n in comparison["differing_bytes"].items() if n]
+    return CallResult(problems, comparison, frozenset(watch.fused_launches))
 
 
 def padded_view(shape, dtype, device, extra_columns, fill):
@@ -324,13 +380,13 @@ def padded_view(shape, dtype, device, extra_columns, fill):
 
 
 def check_layouts(fn, x, grad_y, contiguous_outputs, device):
-    """The `layouts` check: (passed, detail). Every tensor a row-strided view of a wider buffer, for
-    each of LAYOUTS; the outputs must hold the same bytes as the solution's own contiguous call on the
-    same inputs (contiguous_outputs; a NaN equals any NaN), the padding must be untouched and the
-    inputs unchanged. Judged against the contiguous call, not the reference, so that it tests the
-    layout alone, on the CPU too; the contiguous call is held to the reference by judge and exact.
+    """The `layouts` check's problems. Every tensor a row-strided view of a wider buffer, for each of
+    LAYOUTS; the outputs must hold the same bytes as the solution's own contiguous call on the same
+    inputs (contiguous_outputs; a NaN equals any NaN), the padding must be untouched and the inputs
+    unchanged. Judged against the contiguous call, not the reference, so that it tests the layout
+    alone, on the CPU too; the contiguous call is held to the reference by judge and exact.
     A ValueError refusing a layout fails too: any row stride with unit column stride must work."""
-    failures = []
+    problems = []
     for layout, extra in LAYOUTS.items():
         x_view, x_buffer = padded_view(x.shape, x.dtype, device, extra["x"], INPUT_PADDING)
         gy_view, gy_buffer = padded_view(grad_y.shape, grad_y.dtype, device, extra["grad_y"], INPUT_PADDING)
@@ -344,28 +400,30 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
             fn(x_view, gy_view, *out_views)
             _sync(device)
         except Exception as exc:
-            failures.append(f"{layout}: raised {type(exc).__name__}: {exc}")
+            problems.append(f"{layout}: raised {type(exc).__name__}: {exc}")
             continue
-        differing = {name: n for name, v, e in zip(harness.OUTPUT_NAMES, out_views, contiguous_outputs)
-                     if (n := harness.differing_bytes(v, e))}
-        if differing:
-            failures.append(f"{layout}: bytes differ from the contiguous call's: {differing}")
-        written = [name for name, v, b, before in zip(harness.OUTPUT_NAMES, out_views, out_buffers, padding_before)
-                   if not _same_bits(b[:, v.shape[1]:], before)]
-        if written:
-            failures.append(f"{layout}: padding columns written in {written}")
+        problems += [f"{layout}: {n} bytes of {name} differ from the contiguous call's"
+                     for name, v, e in zip(harness.OUTPUT_NAMES, out_views, contiguous_outputs)
+                     if (n := harness.differing_bytes(v, e))]
+        problems += [f"{layout}: padding columns written in {name}"
+                     for name, v, b, before in zip(harness.OUTPUT_NAMES, out_views, out_buffers, padding_before)
+                     if not _same_bits(b[:, v.shape[1]:], before)]
         if not (_same_bits(x_buffer, inputs_before[0]) and _same_bits(gy_buffer, inputs_before[1])):
-            failures.append(f"{layout}: the x or grad_y buffer changed")
-    return not failures, "; ".join(failures)
+            problems.append(f"{layout}: the x or grad_y buffer changed")
+    return problems
 
 
 def check_shape(fn, reference, label, M, H, seeds, families, device):
-    row = {"shape": label, "M": M, "H": H, "runs": 0, "checks": {n: [True, ""] for n in NAMED_CHECKS},
-           **harness.no_totals()}
+    """One shape's row: every named check over every seed and family (each check keeps the problems of
+    its first failing call, and where that was), the totals; and the kernels launched without
+    enable_fp_fusion=False."""
+    row = {"shape": label, "M": M, "H": H, "runs": 0,
+           "checks": {name: {"where": "", "problems": []} for name in NAMED_CHECKS}, **harness.no_totals()}
+    fused_launches = set()
 
-    def record(name, passed, detail, where):
-        if not passed and row["checks"][name][0]:
-            row["checks"][name] = [False, f"{where}: {detail}"]
+    def record(name, problems, where):
+        if problems and not row["checks"][name]["problems"]:
+            row["checks"][name] = {"where": where, "problems": problems}
 
     for seed in range(seeds):
         for family in families:
@@ -373,28 +431,59 @@ def check_shape(fn, reference, label, M, H, seeds, families, device):
             x, gy = harness.make_inputs(M, H, seed, family, device)
             ref = harness.run_reference(x, gy, reference)
             outputs = harness.new_outputs(M, H, device)
-            results, comparison = call_and_check(fn, x, gy, outputs, ref, device)
+            call = call_and_check(fn, x, gy, outputs, ref, device)
             row["runs"] += 1
-            for name, (passed, detail) in results.items():
-                record(name, passed, detail, where)
-            if comparison is None:
+            fused_launches |= call.fused_launches
+            for name, problems in call.problems.items():
+                record(name, problems, where)
+            if call.comparison is None:
                 continue
-            harness.add_totals(row, comparison["totals"])
+            harness.add_totals(row, call.comparison["totals"])
 
             if seed == 0 and family == families[0]:
-                record("layouts", *check_layouts(fn, x, gy, outputs, device), where)
+                record("layouts", check_layouts(fn, x, gy, outputs, device), where)
                 # Replay: new inputs into the same buffers, outputs not re-poisoned.
                 x2, gy2 = harness.make_inputs(M, H, seed + 1000, family, device)
                 x.copy_(x2)
                 gy.copy_(gy2)
                 ref2 = harness.run_reference(x, gy, reference)
-                results2, _ = call_and_check(fn, x, gy, outputs, ref2, device)
-                passed, detail = results2["judge"]
-                record("replay", passed, "second call into the same buffers: " + detail, where)
-    return row
+                replay = call_and_check(fn, x, gy, outputs, ref2, device)
+                fused_launches |= replay.fused_launches
+                record("replay", replay.problems["judge"], where + ", second call into the same buffers")
+    return row, fused_launches
+
+
+def run_shapes(fn, shapes, seeds, families, strict, device):
+    """Rows of every shape, each printed as it finishes, and the kernels launched without enable_fp_fusion=False."""
+    reference = harness.reference_fn()
+    rows, fused_launches = [], set()
+    for label, M, H in shapes:
+        row, fused = check_shape(fn, reference, label, M, H, seeds, families, device)
+        row["passed"] = not failed_checks(row_problems(row), strict, device)
+        rows.append(row)
+        fused_launches |= fused
+        print(f"  {label}: {'PASS' if row['passed'] else 'FAIL'} ({row['runs']} runs, "
+              f"{row['differing_bytes']} bytes differ)", flush=True)
+    return rows, fused_launches
 
 
 # ---------------------------------------------------------------- report
+
+def print_problems(problems, more_in_json):
+    """A check's first PROBLEMS_SHOWN problems, one short line each, and how many more there are."""
+    for problem in problems[:PROBLEMS_SHOWN]:
+        print("    " + harness.one_line(problem, PROBLEM_WIDTH))
+    if len(problems) > PROBLEMS_SHOWN:
+        where_all_are = " (all in the --json report)" if more_in_json else ""
+        print(f"    ... and {len(problems) - PROBLEMS_SHOWN} more{where_all_are}")
+
+
+def print_static(static, strict, device, heading="static"):
+    failing = failed_checks(static, strict, device)
+    for name, problems in static.items():
+        print(f"{heading} {name}: {'ok' if not problems else 'FAIL' if name in failing else 'warning'}")
+        print_problems(problems, more_in_json=False)
+
 
 def print_table(rows, strict, device):
     head = (f"{'shape':>14} {'M':>6} {'H':>5} {'runs':>4}  {'verdict':7} {'scale mism':>10} {'deq mism':>9} "
@@ -403,96 +492,39 @@ def print_table(rows, strict, device):
     print(head)
     print("-" * len(head))
     for r in rows:
-        failed = failed_checks(r["checks"], strict, device)
+        failed = failed_checks(row_problems(r), strict, device)
         print(f"{r['shape']:>14} {r['M']:>6} {r['H']:>5} {r['runs']:>4}  {'PASS' if not failed else 'FAIL':7} "
               f"{r['scale_mismatches']:>10} {r['dequant_mismatches']:>9} {r['max_scale_err']:>13.3g} "
               f"{r['max_dequant_err']:>11.3g} {r['differing_bytes']:>12} {r['scale_tol_used']:>14.3g} "
               f"{r['nonfinite_groups']:>9} {r['nan_pairs']:>9}  {', '.join(failed) or '-'}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--shapes", nargs="+", help="shape groups from shapes.json, MxH or ExTxH (default: benchmark "
-                        "and hidden_like on a GPU, cpu_small without one)")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--families", nargs="+", default=list(harness.FAMILIES), choices=harness.FAMILIES)
-    parser.add_argument("--route", choices=harness.ROUTES,
-                        help=f"force the solution's backend route (sets {harness.ROUTE_ENV}; default: the solution "
-                        "chooses)")
-    parser.add_argument("--strict", action="store_true", help="also require 0 differing bytes and clean numerics")
-    parser.add_argument("--json", help="write the full report here")
-    parser.add_argument("--targets", help="compile matrix instead of a run: comma-separated targets, each "
-                        f"{compile_matrix.TARGET_FORM} (e.g. cuda:80,cuda:90,hip:gfx942); or 'judge': the judge's "
-                        "seven backends, each with its own Triton (judge_targets.py), or judge:ascend,metax for some")
-    args = parser.parse_args(argv)
-    if args.targets is not None and args.targets.partition(":")[0] == "judge":
-        import judge_targets  # imports no triton: each Triton runs in processes of its own
-        try:
-            backends = judge_targets.parse_selection(args.targets)
-        except ValueError as exc:
-            parser.error(str(exc))
-        return judge_targets.report(args.solution, args.json, backends=backends)
-    if args.targets is not None:
-        try:
-            targets = compile_matrix.parse_targets(args.targets)
-        except ValueError as exc:
-            parser.error(str(exc))
-        return compile_matrix.report(args.solution, targets, args.json)
+def print_failures(rows, strict, device, more_in_json):
+    """Each failing check's problems on the first shape it fails, and the other shapes it fails on."""
+    failing_shapes = {}
+    for r in rows:
+        for name in failed_checks(row_problems(r), strict, device):
+            failing_shapes.setdefault(name, []).append(r)
+    for name, failing in failing_shapes.items():
+        first = failing[0]
+        print(f"{first['shape']} {name}: {first['checks'][name]['where']}")
+        print_problems(first["checks"][name]["problems"], more_in_json)
+        if len(failing) > 1:
+            print(f"    (fails on {len(failing) - 1} more shapes too: {', '.join(r['shape'] for r in failing[1:])})")
 
-    device = harness.use_interpreter_if_no_gpu()  # before anything imports triton
-    # exp(-gate) overflowing to inf is IEEE behaviour the math relies on (sigmoid -> 0), and the specials
-    # family's NaN and inf make invalid operations on purpose: neither is an error of the solution.
-    warnings.filterwarnings("ignore", message="overflow encountered in exp")
-    warnings.filterwarnings("ignore", message="invalid value encountered")
-    if args.route:
-        os.environ[harness.ROUTE_ENV] = args.route  # before the solution is loaded
 
-    env = harness.environment(device)
-    if device == "cuda":
-        print(f"check.py on {env['gpu']} (torch {env['torch']}, triton {env['triton']})")
-    else:
-        print("check.py: no GPU found -- running the Triton interpreter (TRITON_INTERPRET=1) on small CPU shapes; "
-              "byte-exactness and speed need a GPU")
-    default_groups = ["benchmark", "hidden_like"] if device == "cuda" else ["cpu_small"]
-    shapes = harness.expand_shape_args(args.shapes, default_groups)
-
-    source = Path(args.solution).read_text()
-    static = {"single_file": check_single_file(source), "numerics": check_numerics(source)}
-    static_failed = failed_checks(static_results(static), args.strict, device)
-    for name, problems in static.items():
-        print(f"static {name}: {'ok' if not problems else 'FAIL' if name in static_failed else 'warning'}")
-        for p in problems:
-            print(f"    {p}")
-
-    module = harness.load_solution_module(args.solution, name="solution_for_check")
-    fn = harness.solution_function(module)
-    route = harness.route_name(module, device)
-    print(f"route: {route}")
-    reference = harness.reference_fn()
-    rows = []
-    for label, M, H in shapes:
-        row = check_shape(fn, reference, label, M, H, args.seeds, args.families, device)
-        row["passed"] = not failed_checks(row["checks"], args.strict, device)
-        rows.append(row)
-        print(f"  {label}: {'PASS' if row['passed'] else 'FAIL'} ({row['runs']} runs, "
-              f"{row['differing_bytes']} bytes differ)", flush=True)
-
-    if FUSED_LAUNCHES:
+def report(args, env, device, route, static, rows, fused_launches):
+    """Prints the verdict and its details, writes the --json report; returns the exit code."""
+    if fused_launches:
         static["numerics"] += [f"{name} was launched without enable_fp_fusion=False (FMA contraction changes "
-                               "rounding)" for name in sorted(FUSED_LAUNCHES)]
-        static_failed = failed_checks(static_results(static), args.strict, device)
-        print(f"static numerics (launches seen): {'FAIL' if 'numerics' in static_failed else 'warning'}")
-        for name in sorted(FUSED_LAUNCHES):
-            print(f"    {name} was launched without enable_fp_fusion=False")
-
+                               "rounding)" for name in sorted(fused_launches)]
+        print_static({"numerics": static["numerics"]}, args.strict, device, heading="static (launches seen)")
     print()
     print_table(rows, args.strict, device)
-    for r in rows:
-        for name in failed_checks(r["checks"], args.strict, device):
-            print(f"{r['shape']} {name}: {r['checks'][name][1]}")
+    print_failures(rows, args.strict, device, more_in_json=bool(args.json))
 
-    passed = not static_failed and all(r["passed"] for r in rows)
+    runs = sum(r["runs"] for r in rows)
+    passed = runs > 0 and not failed_checks(static, args.strict, device) and all(r["passed"] for r in rows)
     nan_pairs = sum(r["nan_pairs"] for r in rows)
     if nan_pairs:
         print(f"note: {nan_pairs} compared elements are NaN in both the solution and the reference "
@@ -502,17 +534,95 @@ def main(argv=None):
     if args.strict and device != "cuda":
         print("note: --strict on CPU checks the static numerics only; differing bytes against the CPU "
               "reference are reported, not failed")
+    nothing_ran = "; nothing was checked" if runs == 0 else ""
     print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(r['passed'] for r in rows)}/{len(rows)} shapes, "
-          f"{sum(r['runs'] for r in rows)} runs, seeds={args.seeds}, families={','.join(args.families)}, "
-          f"strict={args.strict}")
+          f"{runs} runs{nothing_ran}, seeds={args.seeds}, families={','.join(args.families)}, strict={args.strict}")
     if args.json:
-        report = {"tool": "check", "environment": env, "solution": args.solution, "strict": args.strict,
+        record = {"tool": "check", "environment": env, "solution": args.solution, "strict": args.strict,
                   "seeds": args.seeds, "families": args.families,
                   "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), "taken": route},
                   "static": static, "rows": rows, "passed": passed}
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2))
+        Path(args.json).write_text(json.dumps(record, indent=2))
     return 0 if passed else 1
+
+
+# ---------------------------------------------------------------- command line
+
+def parse_args(argv=None):
+    """The arguments, each checked before anything runs; a usage error exits 2 with one line."""
+    parser = harness.ArgumentParser(prog="check.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", type=harness.existing_file, default=str(harness.ROOT / "solution.py"),
+                        metavar="PATH", help="the solution file (default: solution.py beside check.py)")
+    parser.add_argument("--shapes", nargs="+", type=harness.shape_group, metavar="SHAPES",
+                        help="shape groups from shapes.json, MxH or ExTxH, M and H multiples of 128 (default: "
+                        "benchmark and hidden_like on a GPU, cpu_small without one)")
+    parser.add_argument("--seeds", type=harness.at_least_one("seeds"), default=3, metavar="N",
+                        help="input seeds per shape and family (default: 3)")
+    parser.add_argument("--families", nargs="+", default=list(harness.FAMILIES), choices=harness.FAMILIES,
+                        metavar="F", help=f"input families (default: all of {', '.join(harness.FAMILIES)})")
+    parser.add_argument("--route", choices=harness.ROUTES,
+                        help=f"force the solution's backend route (sets {harness.ROUTE_ENV}; default: the solution "
+                        "chooses)")
+    parser.add_argument("--strict", action="store_true", help="also require 0 differing bytes and clean numerics")
+    parser.add_argument("--json", type=harness.json_destination, metavar="PATH",
+                        help="write the full report here (into a folder that exists)")
+    parser.add_argument("--targets", nargs="?", const=JUDGE_TARGETS, metavar="LIST",
+                        help="compile matrix instead of a run: comma-separated targets, each "
+                        f"{compile_matrix.TARGET_FORM}; --targets alone means --targets {JUDGE_TARGETS}")
+    args = parser.parse_args(argv)
+    if args.targets is not None:
+        try:
+            args.targets = compile_matrix.parse_targets(args.targets)
+        except ValueError as exc:
+            parser.error(f"argument --targets: {exc}")
+    return args
+
+
+def solution_failed(error):
+    """A solution that cannot be run fails: one line on stderr, exit code 1."""
+    print(f"check.py: error: {error}", file=sys.stderr)
+    return 1
+
+
+def print_header(env, device):
+    if device == "cuda":
+        print(f"check.py on {env['gpu']} (torch {env['torch']}, triton {env['triton']})")
+    else:
+        print("check.py: no GPU found -- running the Triton interpreter (TRITON_INTERPRET=1) on small CPU shapes; "
+              "byte-exactness and speed need a GPU")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        tree = harness.parse_solution(args.solution)
+    except harness.SolutionError as exc:
+        return solution_failed(exc)
+    if args.targets is not None:
+        return compile_matrix.report(args.solution, args.targets, args.json)
+
+    device = harness.use_interpreter_if_no_gpu()  # before anything imports triton
+    # exp(-gate) overflowing to inf is IEEE behaviour the math relies on (sigmoid -> 0), and the specials
+    # family's NaN and inf make invalid operations on purpose: neither is an error of the solution.
+    warnings.filterwarnings("ignore", message="overflow encountered in exp")
+    warnings.filterwarnings("ignore", message="invalid value encountered")
+    if args.route:
+        os.environ[harness.ROUTE_ENV] = args.route  # before the solution is loaded
+    env = harness.environment(device)
+    print_header(env, device)
+
+    static = static_checks(tree)
+    print_static(static, args.strict, device)
+    try:
+        module, fn = harness.import_solution(args.solution, name="solution_for_check")
+    except harness.SolutionError as exc:
+        return solution_failed(exc)
+    route = harness.route_name(module, device)
+    print(f"route: {route}")
+    shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])
+    rows, fused_launches = run_shapes(fn, shapes, args.seeds, args.families, args.strict, device)
+    return report(args, env, device, route, static, rows, fused_launches)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """Compile matrix: every kernel a solution's routes launch, compiled for named GPU targets without a GPU.
 
     python compile_matrix.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
-    (or python check.py --targets ..., which calls this; check.py --targets judge: judge_targets.py)
+    (or python check.py --targets ..., which calls this)
 
-For each target backend:arch the route is the solution's route_for_target(backend, arch, warp_size)
-(warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and every
-kernel of launch_plan(route, M, H, ...) is compiled, once per distinct launch (kernel, constexprs,
-compile options) that the benchmark and hidden_like shapes choose.
+--targets judge (what check.py's --targets alone means), or judge:NAME,... for some of them, is the
+judge's seven backends instead, each compiled with its own Triton: judge_targets.py.
+
+For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda, BACKENDS["amd"] on hip
+and BACKENDS["ascend"] on npu (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's
+HIPOptions sets it; on npu 0, as triton-ascend's driver reports), and
+every kernel of its launch_plan(backend, M, H, ...) is compiled, once per distinct launch (kernel,
+constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
@@ -37,7 +41,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent
 
@@ -58,6 +62,8 @@ TOOLCHAINS = {
     "npu": Toolchain("ascend", "npubin", "hivm", r"\bcall @store_ubuf_to_gm_\w+"),
 }
 BACKENDS = tuple(TOOLCHAINS)
+# The solution's backend (an entry of its BACKENDS table) that each Triton target backend compiles for.
+SOLUTION_BACKEND = {"cuda": "nvidia", "hip": "amd", "npu": "ascend"}
 SHAPE_GROUPS = ("benchmark", "hidden_like")
 # SMs / CUs of a typical part per target (on npu the vector cores, as bishengir-compile's target spec
 # gives them: Ascend910B3 has 20 AI cores of 2): they only choose among a route's launch settings.
@@ -97,7 +103,19 @@ def parse_target(text):
     return backend, arch, 32 if int(match.group(1)) >= 10 else 64
 
 
+class JudgeSelection(NamedTuple):
+    """--targets judge[:NAME,...]: the judge's backends (judge_targets.py), all (None) or the named ones."""
+    backends: Optional[tuple]
+
+
+JUDGE_TARGETS = "judge"
+
+
 def parse_targets(text):
+    """A list of (backend, arch, warp size), or for judge[:NAME,...] a JudgeSelection. ValueError otherwise."""
+    if text.strip().partition(":")[0] == JUDGE_TARGETS:
+        import judge_targets  # it imports this module: not at the top
+        return JudgeSelection(judge_targets.parse_selection(text.strip()))
     targets = [parse_target(t) for t in text.split(",") if t.strip()]
     if not targets:
         raise ValueError(f"no targets given: expected a comma-separated list of {TARGET_FORM}")
@@ -144,17 +162,19 @@ def plan(solution_path, targets):
     jobs = []
     for backend, arch, warp_size in targets:
         sm_count = MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
-        route = solution.route_for_target(backend, arch, warp_size)
+        solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
+        route = solution_backend.route
         seen = {}
         for label, M, H in shapes:
-            plan_call = {"args": [route, M, H], "kwargs": {"arch": arch, "sm_count": sm_count, "warp_size": warp_size}}
-            for index, launch in enumerate(solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])):
+            plan_call = {"args": [solution_backend.name, M, H],
+                         "kwargs": {"arch": arch, "sm_count": sm_count, "warp_size": warp_size}}
+            for name, launch in solution.launch_plan(*plan_call["args"], **plan_call["kwargs"]).items():
                 key = launch_key(launch)
                 if key in seen:
                     seen[key]["shapes"] += 1
                     continue
                 seen[key] = {"target": target_label(backend, arch), "backend": backend, "arch": arch,
-                             "warp_size": warp_size, "route": route, "plan": plan_call, "launch": index,
+                             "warp_size": warp_size, "route": route, "plan": plan_call, "launch": name,
                              "kernel": launch.kernel.__name__, "settings": settings_text(launch), "shapes": 1}
         jobs.extend(seen.values())
     return jobs, len(shapes)
@@ -453,7 +473,11 @@ def main(argv=None, solution_path=None):
 
 
 def report(solution_path, targets, json_path=None, timeout=COMPILE_TIMEOUT_S):
-    """Runs the matrix, prints it; 0 when every compile is ok, 1 otherwise."""
+    """Runs the matrix (or the judge's backends, for a JudgeSelection), prints it; 0 when every compile is
+    ok, 1 otherwise."""
+    if isinstance(targets, JudgeSelection):
+        import judge_targets
+        return judge_targets.report(solution_path, json_path, timeout=timeout, backends=targets.backends)
     start = time.time()
     env = environment()
     print(f"compile matrix: {solution_path} on Triton {env['triton']} (each compile in its own process)")

@@ -1,4 +1,7 @@
-"""What check.py, bench.py and the tests share: shapes, inputs, the reference, the comparison."""
+"""What check.py, bench.py and the tests share: shapes, inputs, the reference, the comparison, and
+the command line's argument types and one-line errors."""
+import argparse
+import ast
 import datetime
 import importlib.util
 import json
@@ -25,7 +28,7 @@ POISON_SCALE_BITS = 0x7FC0DEAD
 FAMILIES = ("randn", "zeros", "large", "tiny", "heavy", "specials")
 # The solution's backend routes and the variable that forces one (read when it first sets up a device).
 ROUTE_ENV = "SILU_DOT_ROUTE"
-ROUTES = ("nvidia", "amd", "generic")
+ROUTES = ("nvidia", "amd", "generic", "ascend")
 
 
 def use_interpreter_if_no_gpu():
@@ -47,6 +50,33 @@ def load_solution_module(path, name=None):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+class SolutionError(Exception):
+    """A solution file that cannot be run; its message is one line that names the file."""
+
+
+def parse_solution(path):
+    """The AST of a solution file, or SolutionError (file, line, message) when it does not parse."""
+    try:
+        return ast.parse(Path(path).read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise SolutionError(f"{path} line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # undecodable bytes, or a null byte before Python 3.12
+        raise SolutionError(f"{path} cannot be parsed: {one_line(str(exc))}") from None
+
+
+def import_solution(path, name):
+    """(module, function) of a solution file, or SolutionError when importing it raises or it defines
+    no silu_dot_fwd_bwd_quant_fuse."""
+    try:
+        module = load_solution_module(path, name)
+    except Exception as exc:
+        raise SolutionError(f"importing {path} raised {type(exc).__name__}: {one_line(str(exc))}") from exc
+    try:
+        return module, solution_function(module)
+    except AttributeError as exc:
+        raise SolutionError(str(exc)) from None
 
 
 def solution_function(module):
@@ -82,13 +112,25 @@ def min_bytes(M, H):
 
 # ---------------------------------------------------------------- shapes
 
+def _check_dimensions(label, dimensions):
+    """ValueError unless every (name, value, how it was written) is a positive multiple of GROUP_SIZE."""
+    wrong = [f"{name} = {written}" for name, value, written in dimensions if value < 1 or value % GROUP_SIZE]
+    if wrong:
+        verb = "is not a positive multiple" if len(wrong) == 1 else "are not positive multiples"
+        raise ValueError(f"shape {label!r}: {' and '.join(wrong)} {verb} of {GROUP_SIZE} "
+                         f"(the quantization groups are {GROUP_SIZE} wide)")
+
+
 def load_shapes(group):
     """group: 'benchmark', 'hidden_like', 'cpu_small', 'MxH', or a benchmark label 'ExTxH' (M = E*T).
-    Returns [(label, M, H)]."""
+    Returns [(label, M, H)]; ValueError for an unknown group or an M or H not a multiple of 128."""
     parts = group.split("x")
     if len(parts) in (2, 3) and all(p.isdigit() for p in parts):
         *m_factors, H = (int(p) for p in parts)
-        return [(group, m_factors[0] * (m_factors[1] if len(m_factors) == 2 else 1), H)]
+        M = m_factors[0] * (m_factors[1] if len(m_factors) == 2 else 1)
+        m_written = str(M) if len(m_factors) == 1 else f"{parts[0]}x{parts[1]} = {M}"
+        _check_dimensions(group, [("M", M, m_written), ("H", H, parts[-1])])
+        return [(group, M, H)]
     spec = json.loads((ROOT / "shapes.json").read_text())
     if group not in spec or group.startswith("_"):
         names = [k for k in spec if not k.startswith("_")]
@@ -326,6 +368,64 @@ def compare(outputs, ref_outputs):
             "nonfinite_groups": int((~torch.isfinite(rgs)).sum() + (~torch.isfinite(rys)).sum()),
         },
     }
+
+
+# ---------------------------------------------------------------- command line (check.py, bench.py)
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr, `PROG: error: MESSAGE`, with exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def one_line(text, limit=300):
+    """text on one line (its line breaks and runs of spaces made single spaces), cut to limit characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def at_least_one(what):
+    """An argparse type: a whole number of `what`, 1 or more."""
+    def whole_number(text):
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what}, 1 or more; got {text!r}")
+        return n
+    whole_number.__name__ = f"number of {what}"
+    return whole_number
+
+
+def existing_file(text):
+    """argparse type of a solution path: a file that exists."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"not a file: {text}")
+    return text
+
+
+def shape_group(text):
+    """argparse type of --shapes: one of load_shapes' forms, kept as written once it loads."""
+    try:
+        load_shapes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def json_destination(text):
+    """argparse type of --json: a file name in a folder that exists, checked before any long run."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; expected a file name")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"no folder {path.parent} to write {path.name} in (make it first)")
+    return text
 
 
 # ---------------------------------------------------------------- environment for records

@@ -5,7 +5,6 @@ import json
 import math
 import os
 import statistics
-import types
 
 import pytest
 import torch
@@ -42,23 +41,16 @@ def test_unknown_route_is_refused(capsys):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU exit")
 def test_valid_arguments_without_a_gpu_exit_2_with_a_message(capsys):
     assert bench.main(["--repeat", "3", "--route", "generic"]) == 2
-    assert "needs a CUDA GPU" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert err.startswith("bench.py: error: timing needs a CUDA GPU") and err.count("\n") == 1
 
 
 def test_apply_route_sets_the_variable_and_none_leaves_it(monkeypatch):
-    monkeypatch.setenv(bench.ROUTE_ENV, "amd")
+    monkeypatch.setenv(harness.ROUTE_ENV, "amd")
     bench.apply_route(None)
-    assert os.environ[bench.ROUTE_ENV] == "amd"
+    assert os.environ[harness.ROUTE_ENV] == "amd"
     bench.apply_route("generic")
-    assert os.environ[bench.ROUTE_ENV] == "generic"
-
-
-def test_route_name_asks_the_module_or_says_unknown():
-    seen = []
-    module = types.SimpleNamespace(route_for=lambda device: seen.append(device) or "nvidia")
-    assert bench.route_name(module, "cuda:0") == "nvidia"
-    assert seen == ["cuda:0"]
-    assert bench.route_name(types.SimpleNamespace(), "cuda:0") == "unknown"
+    assert os.environ[harness.ROUTE_ENV] == "generic"
 
 
 def test_header_states_measures_do_bench_settings():
@@ -208,7 +200,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(measure, "same_bytes_copy_us", lambda n_bytes: fake_time("copy"))
     monkeypatch.setattr(measure, "copy_bandwidth_gbps", lambda: 1000.0)
     monkeypatch.setattr(bench, "host_us_per_call", lambda fn, M, H: 20.0)
-    monkeypatch.delenv(bench.ROUTE_ENV, raising=False)
+    monkeypatch.delenv(harness.ROUTE_ENV, raising=False)
     return calls
 
 
@@ -219,7 +211,7 @@ def test_main_interleaves_rounds_and_records_every_round(fake_gpu, tmp_path, cap
     code = bench.main(["--solution", reference, "--baseline", reference, "--shapes", "128x128", "256x128",
                        "--repeat", "3", "--route", "amd", "--json", str(record_path)])
     assert code == 0
-    assert os.environ[bench.ROUTE_ENV] == "amd"
+    assert os.environ[harness.ROUTE_ENV] == "amd"
     per_shape = ["do_bench", "profile", "copy", "do_bench", "do_bench"]  # reference, its GPU time, copy, solution, baseline
     assert fake_gpu == per_shape * 2 * 3
 
@@ -252,13 +244,21 @@ def test_main_interleaves_rounds_and_records_every_round(fake_gpu, tmp_path, cap
     assert record["arithmetic_mean_speedup"] == pytest.approx(statistics.median(per_round))
 
 
+def test_main_refuses_a_solution_without_the_function_in_one_line(fake_gpu, tmp_path, capsys):
+    path = tmp_path / "no_function.py"
+    path.write_text("def something_else():\n    pass\n")
+    assert bench.main(["--solution", str(path), "--shapes", "128x128"]) == 1
+    assert capsys.readouterr().err == f"bench.py: error: {path} defines no function silu_dot_fwd_bwd_quant_fuse\n"
+    assert fake_gpu == []  # nothing was timed
+
+
 def test_main_with_one_round_prints_todays_summary_lines(fake_gpu, capsys):
     reference = str(harness.ROOT / "reference.py")
     assert bench.main(["--solution", reference, "--shapes", "128x128"]) == 0
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("round ")]
     assert "median of" not in out and "min-max" not in out
-    assert os.environ.get(bench.ROUTE_ENV) is None
+    assert os.environ.get(harness.ROUTE_ENV) is None
     lines = out.splitlines()
     # reference 11, copy 13, solution 14 (the fakes' rising times)
     assert f"copy-speed ceiling: {11 / 13:.2f}x (arithmetic mean of reference us / copy us)" in lines

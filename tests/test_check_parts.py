@@ -1,4 +1,5 @@
 """check.py's parts in-process: the verdict policy, no device chosen at import, the launch watcher."""
+import argparse
 import os
 import subprocess
 import sys
@@ -15,15 +16,31 @@ import harness
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_the_verdict_policy(strict, device):
-    everything_failed = {name: (False, "") for name in check.NAMED_CHECKS + check.STATIC_CHECKS}
+    everything_failed = {name: ["a problem"] for name in check.NAMED_CHECKS + check.STATIC_CHECKS}
     failed = set(check.failed_checks(everything_failed, strict, device))
     expected = set(everything_failed) - {"exact", "numerics"}
     expected |= {"numerics"} if strict else set()
     expected |= {"exact"} if strict and device == "cuda" else set()
     assert failed == expected
-    assert check.failed_checks({name: (True, "") for name in everything_failed}, strict, device) == []
+    assert check.failed_checks({name: [] for name in everything_failed}, strict, device) == []
     with pytest.raises(ValueError, match="unknown check"):
         check.counts("judge_typo", strict, device)
+
+
+def test_the_docstring_lists_every_check_with_its_policy():
+    docstring = " ".join(check.__doc__.split())
+    for c in check.CHECKS:
+        policy = "" if c.policy == check.ALWAYS else f" (fails only {c.policy})"
+        assert " ".join(f"{c.name} {c.doc}{policy}".split()) in docstring
+
+
+def test_a_report_of_no_runs_never_passes(capsys):
+    row = {"shape": "128x128", "M": 128, "H": 128, "runs": 0, "passed": True,
+           "checks": {name: {"where": "", "problems": []} for name in check.NAMED_CHECKS}, **harness.no_totals()}
+    args = argparse.Namespace(strict=False, seeds=0, families=["randn"], json=None, solution="solution.py")
+    static = {name: [] for name in check.STATIC_CHECKS}
+    assert check.report(args, {}, "cpu", "generic", static, [row], set()) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("FAILED: 1/1 shapes, 0 runs; nothing was checked")
 
 
 def test_importing_check_chooses_no_device_and_imports_no_triton():

@@ -1,5 +1,6 @@
 """The shared comparison and byte-count helpers that check.py and bench.py rely on."""
 import sys
+import types
 
 import pytest
 import torch
@@ -193,6 +194,25 @@ def test_shape_groups_and_explicit_shapes():
     assert harness.load_shapes("384x640") == [("384x640", 384, 640)]
     with pytest.raises(ValueError, match="unknown shape group"):
         harness.load_shapes("nope")
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("100x100", "M = 100 and H = 100 are not positive multiples of 128"),
+    ("128x127", "H = 127 is not a positive multiple of 128"),
+    ("8x100x256", "M = 8x100 = 800 is not a positive multiple of 128"),
+    ("0x128", "M = 0 is not a positive multiple of 128"),
+])
+def test_shapes_must_be_positive_multiples_of_128(shape, message):
+    with pytest.raises(ValueError, match=message):
+        harness.load_shapes(shape)
+
+
+def test_route_name_asks_the_module_or_says_unknown():
+    seen = []
+    module = types.SimpleNamespace(route_for=lambda device: seen.append(device) or "nvidia")
+    assert harness.route_name(module, "cuda:0") == "nvidia"
+    assert seen == ["cuda:0"]
+    assert harness.route_name(types.SimpleNamespace(), "cuda:0") == "unknown"
 
 
 def test_phase_timeline_edits_still_apply_to_the_solution():

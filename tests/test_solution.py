@@ -1,4 +1,7 @@
 """The real solution kernels against the reference, under the interpreter, and every bad-input error."""
+import contextlib
+import types
+
 import pytest
 import torch
 import triton
@@ -70,12 +73,14 @@ def test_bad_input_raises_clear_value_error(case):
         solution.silu_dot_fwd_bwd_quant_fuse(*args, **kwargs)
 
 
-def test_more_token_blocks_than_a_grid_dimension_holds_are_rejected():
-    M = 65536 * 128
-    x = torch.empty(M, 256, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="M must be at most 8388480"):
-        solution.silu_dot_fwd_bwd_quant_fuse(x, torch.empty(M, 128, dtype=torch.bfloat16),
-                                             *[torch.empty(0)] * 4)
+def test_a_grid_beyond_the_backends_is_rejected_and_the_1d_grid_takes_several_tiles_a_program():
+    M = 65536 * 128  # one more row of tiles than a CUDA grid's second dimension holds
+    with pytest.raises(ValueError, match=r"needs a grid of \(1, 65536, 1\) programs, more than the nvidia"):
+        solution.launch_plan("nvidia", M, 128)
+    main = solution.launch_plan("ascend", M, 256)["main"]  # 131072 tiles, at most 65535 programs
+    assert main.grid == (43691, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 3
+    main = solution.launch_plan("ascend", 8192, 4096)["main"]
+    assert main.grid == (2048, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 1
 
 
 def test_the_compiled_kernel_cache_tells_apart_each_pointers_alignment():
@@ -106,24 +111,73 @@ def test_launch_settings_pick_sixteen_warps_only_when_they_need_no_more_rounds()
     assert warps(8192, 4096, 132) == 8  # 2048 tiles: 6 rounds vs 8
 
 
+@pytest.mark.parametrize("name", sorted(solution.BACKENDS))
+def test_every_backend_launches_within_its_limits_with_options_it_accepts(name):
+    backend = solution.BACKENDS[name]
+    assert backend.route in solution.ROUTES
+    # None and 0: the driver reports none (Ascend reports 0); Moore Threads' warps are 128 wide before
+    # capability 3.
+    for warp_size in (None, 0, backend.warp_size) + ((128,) if name == "mthreads" else ()):
+        for launch in solution.launch_plan(backend, 2048, 4096, sm_count=132, warp_size=warp_size).values():
+            threads = launch.options["num_warps"] * (warp_size or backend.warp_size)
+            assert launch.options["num_warps"] >= 1
+            assert threads <= max(backend.max_threads, warp_size or 0), (launch.name, warp_size)
+            assert set(launch.options) - {"num_warps", "num_stages", "enable_fp_fusion"} <= set(backend.options)
+            assert launch.options["enable_fp_fusion"] is False
+            assert all(n <= limit for n, limit in zip(launch.grid, backend.max_grid))
+
+
 def test_other_routes_use_256_threads_and_no_register_cap():
-    for route, warp_size in (("amd", 64), ("generic", 32), ("generic", 64)):
-        settings = solution.launch_settings(route, 2048, 4096, 132, warp_size)
+    for name, warp_size in (("amd", 64), ("unknown", 32), ("iluvatar", 64), ("metax", 64)):
+        settings = solution.launch_settings(name, 2048, 4096, 132, warp_size=warp_size)
         assert settings.num_warps * warp_size == 256 and settings.maxnreg is None
-    with pytest.raises(ValueError, match="unknown route 'ascend'"):
-        solution.launch_settings("ascend", 128, 128)
+    assert solution.launch_settings("mthreads", 2048, 4096).num_warps * 32 == 128  # at most 128 threads there
+    assert solution.launch_settings("nvidia", 2048, 4096, route="generic").maxnreg is None
+    with pytest.raises(ValueError, match="unknown route 'cuda'"):
+        solution.launch_settings("nvidia", 128, 128, route="cuda")
 
 
-def test_routes_by_target():
-    assert solution.route_for_target("cuda", 90, 32, "NVIDIA H100 80GB HBM3") == "nvidia"
-    assert solution.route_for_target("cuda", 80, 32) == "nvidia"
-    assert solution.route_for_target("cuda", 80, 64, "Iluvatar BI-V150") == "generic"  # a CUDA-like fork
-    assert solution.route_for_target("cuda", 70, 32, "MetaX C500") == "generic"
-    for name in ("Tesla V100-SXM2-16GB", "A100-SXM4-40GB", "GeForce RTX 3090", "H100 PCIe", "TITAN V"):
-        assert solution.route_for_target("cuda", 80, 32, name) == "nvidia", name  # older drivers' names
-    assert solution.route_for_target("hip", "gfx942", 64) == "amd"
-    assert solution.route_for_target("musa", 31, 32) == "generic"
-    assert solution.route_for_target("npu", "Ascend910B", 32) == "generic"
+@pytest.mark.parametrize("device_type, target, name, expected", [
+    ("cuda", "cuda", "NVIDIA H100 80GB HBM3", "nvidia"),
+    ("cuda", "cuda", None, "nvidia"),
+    ("cuda", "cuda", "Tesla V100-SXM2-16GB", "nvidia"),  # older drivers' names
+    ("cuda", "cuda", "A100-SXM4-40GB", "nvidia"),
+    ("cuda", "cuda", "GeForce RTX 3090", "nvidia"),
+    ("cuda", "cuda", "H100 PCIe", "nvidia"),
+    ("cuda", "cuda", "TITAN V", "nvidia"),
+    ("cuda", "cuda", "Iluvatar BI-V150", "iluvatar"),
+    ("cuda", "cuda", "PPU-ZW810", "thead"),
+    ("cuda", "cuda", "Some CUDA-compatible card", "unknown"),
+    ("cuda", "maca", "MetaX C500", "metax"),
+    ("cuda", "hip", "AMD Instinct MI300X", "amd"),
+    ("cuda", "hip", "HYGON DCU K100_AI", "hygon"),
+    ("musa", "musa", "MTT S4000", "mthreads"),
+    ("npu", "npu", "Ascend910B3", "ascend"),
+    ("cpu", "interpreter", None, "unknown"),
+    ("xpu", "xpu", "Intel Data Center GPU Max", "unknown"),
+])
+def test_backends_are_recognised_by_device_type_target_and_name(device_type, target, name, expected):
+    assert solution.backend_for(device_type, target, name).name == expected
+
+
+def test_routes_take_their_features():
+    for name, backend in solution.BACKENDS.items():
+        main = solution.launch_plan(backend, 1024, 2560, arch=90, sm_count=132)["main"]
+        features = solution.ROUTE_FEATURES[backend.route]
+        assert ("maxnreg" in main.options) is (backend.route == "nvidia"), name
+        assert main.constexprs["GRID_1D"] is features.grid_1d
+        assert main.constexprs["TRANSPOSE_IN_REGISTERS"] is features.transpose_in_registers
+        # Under the interpreter every route runs the IEEE arithmetic, tl.exp and no PTX (on the GPU, see
+        # test_compiled_kernel and the compile matrix).
+        assert main.constexprs["CUDA_ARCH"] == 0 and main.constexprs["IEEE_MATH"] and main.constexprs["NO_LIBDEVICE"]
+        assert main.constexprs["SIGMOID_TABLE"] is solution._SIGMOID_TABLE
+        assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
+
+
+def test_the_route_names_and_variable_are_the_kits():
+    assert harness.ROUTES == solution.ROUTES and harness.ROUTE_ENV == solution.ROUTE_ENV
+    layout = solution._expected_layout(256, 384)
+    assert [layout[name] for name in harness.OUTPUT_NAMES] == list(harness.output_shapes(256, 384))
 
 
 def _force_route(monkeypatch, route):
@@ -137,18 +191,7 @@ def test_the_table_is_gathered_only_where_triton_compiles_the_gather():
     assert solution._TRITON_VERSION == tuple(int(p) for p in triton.__version__.split(".")[:2])
 
 
-def test_only_the_nvidia_route_passes_nvidia_options_and_ptx():
-    for route in solution.ROUTES:
-        table, main = solution.launch_plan(route, 1024, 2560, arch=90, sm_count=132)
-        assert ("maxnreg" in main.options) is (route == "nvidia")
-        assert main.options["enable_fp_fusion"] is False and table.options["enable_fp_fusion"] is False
-        # Under the interpreter no route runs PTX; the arch gates it on the GPU (see test_compiled_kernel).
-        assert main.constexprs["CUDA_ARCH"] == 0
-        assert main.constexprs["SIGMOID_TABLE"] is solution._SIGMOID_TABLE
-        assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
-
-
-@pytest.mark.parametrize("route", ["nvidia", "amd", "generic"])
+@pytest.mark.parametrize("route", solution.ROUTES)
 @pytest.mark.parametrize("family", ["randn", "large", "heavy"])
 def test_every_route_matches_the_reference_under_the_interpreter(route, family, monkeypatch):
     _force_route(monkeypatch, route)
@@ -169,7 +212,7 @@ def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
     ref = harness.run_reference(x, gy)
     out = harness.new_outputs(128, 256)
     solution.launch(x, gy, *out)
-    assert solution.launch_plan("generic", 128, 256)[1].constexprs["SIGMOID_TABLE"] is False
+    assert solution.launch_plan("unknown", 128, 256)["main"].constexprs["SIGMOID_TABLE"] is False
     assert harness.compare(out, ref)["passed"]
 
 
@@ -192,7 +235,7 @@ def _sprinkle_non_finite(x, gy):
     return x, gy
 
 
-@pytest.mark.parametrize("route", ["nvidia", "generic"])
+@pytest.mark.parametrize("route", ["nvidia", "ascend"])
 def test_non_finite_inputs_propagate_as_in_the_reference(route, monkeypatch):
     # The CPU reference divides absmax by 127 where the GPU's multiplies by 1/127, so a group's
     # largest int8 may differ by one here; groups with a non-finite absmax must match exactly.
@@ -227,3 +270,86 @@ def test_row_strided_views_give_the_same_bytes_and_leave_the_padding_alone():
     for view, expected, buf in zip(views, ref, bufs):
         assert harness.differing_bytes(view, expected) == 0
         assert (buf[:, expected.shape[1]:] == 5).all()
+
+
+def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384):
+    x, gy = harness.make_inputs(M, H, seed=8, family="heavy")
+    expected = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *expected)
+    _force_route(monkeypatch, route)
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    return [harness.differing_bytes(o, e) for o, e in zip(out, expected)]
+
+
+def test_a_1d_grid_of_several_tiles_a_program_writes_the_same_bytes(monkeypatch):
+    # 2 x 3 tiles on at most 4 programs: two tiles a program, the last program repeating the last tile.
+    monkeypatch.setitem(solution.BACKENDS, "unknown", solution.BACKENDS["unknown"]._replace(max_grid=(4, 1, 1)))
+    assert _same_bytes_as_the_default_launch(monkeypatch, "ascend") == [0, 0, 0, 0]
+    (main, _), = solution._device(torch.empty(0)).launches.values()
+    assert main.grid == (3, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 2
+
+
+def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
+    check = solution._check_inputs
+    monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True))
+    assert _same_bytes_as_the_default_launch(monkeypatch, "generic") == [0, 0, 0, 0]
+    (main, _), = solution._device(torch.empty(0)).launches.values()
+    assert main.constexprs["INDEX_64"] is True
+
+
+def test_offsets_widen_to_64_bits_only_past_2_to_the_31_elements():
+    def needs_64(M, H, x_row_stride=None):
+        x = torch.empty(M, 2 * H, dtype=torch.bfloat16, device="meta")
+        if x_row_stride:
+            x = torch.empty(M, x_row_stride, dtype=torch.bfloat16, device="meta")[:, :2 * H]
+        args = [x, torch.empty(M, H, dtype=torch.bfloat16, device="meta"),
+                *[torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in harness.output_shapes(M, H)]]
+        return solution._check_inputs(*args, 128)[3]
+    assert not needs_64(131072, 8192)         # x spans exactly 2**31 elements
+    assert needs_64(131072, 8192, 16384 + 128)  # a wider row stride takes it past
+    assert needs_64(262144, 8192)
+
+
+class _StandInDevice:
+    """torch.musa / torch.npu as a backend's torch module would have them, recording each call."""
+
+    def __init__(self, calls, name):
+        self.calls, self.name = calls, name
+
+    def __getattr__(self, attr):
+        def record(*args, **kwargs):
+            self.calls.append(f"{self.name}.{attr}")
+            return {"current_device": 0, "get_device_name": "Stand-in"}.get(attr, contextlib.nullcontext())
+        return record
+
+
+@pytest.mark.parametrize("device_type, backend", [("musa", "mthreads"), ("npu", "ascend")])
+def test_a_device_that_is_not_cuda_never_reaches_torch_cuda(device_type, backend, monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, device_type, _StandInDevice(calls, device_type), raising=False)
+    for attr in ("device", "current_device", "synchronize", "get_device_properties", "get_device_name"):
+        monkeypatch.setattr(torch.cuda, attr, lambda *a, _attr=attr, **k: calls.append(f"cuda.{_attr}"))
+    monkeypatch.setattr(solution, "_target", lambda x: (device_type, None, 0))
+    monkeypatch.setattr(solution, "_devices", {})
+    empty = torch.empty  # the table lands on the CPU, where the interpreter fills it
+    monkeypatch.setattr(torch, "empty", lambda *a, device=None, **k: empty(
+        *a, device=None if isinstance(device, types.SimpleNamespace) else device, **k))
+    x, gy = harness.make_inputs(128, 128, seed=0)
+    x = _on_stand_in(x, device_type)
+    device = solution._device(x)
+    assert device.backend.name == backend and device.route == solution.BACKENDS[backend].route
+    assert f"{device_type}.synchronize" in calls and f"{device_type}.get_device_name" in calls
+    assert not [c for c in calls if c.startswith("cuda.")], calls
+
+
+def _on_stand_in(t, device_type):
+    """t, reporting itself to be on device_type:0 (its data stays on the CPU, where the interpreter runs)."""
+    class OnStandIn(torch.Tensor):
+        @property
+        def device(self):
+            return types.SimpleNamespace(type=device_type, index=0)
+
+        def get_device(self):
+            return 0
+    return t.as_subclass(OnStandIn)

@@ -1,8 +1,9 @@
 """GPU proof that the solution's arithmetic matches PyTorch's bit for bit, over whole input domains.
 
-Each check runs once per route variant: the int8 conversion with the nvidia route's PTX (CUDA_ARCH
-= this GPU's) and with its tl twin (CUDA_ARCH = 0, the amd and generic routes), the sigmoid table
-gathered through shared memory and read from global memory.
+Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
+= this GPU's) and with its tl twin (CUDA_ARCH = 0, the amd route), the IEEE arithmetic (IEEE_MATH, the
+generic and ascend routes and the interpreter), the sigmoid table gathered through shared memory and
+computed per element.
 
 1. Scale and quantizer: every bf16 absmax (0, every positive finite value, inf and NaN) x every
    bf16 value v with |v| <= absmax (a group's values never exceed its absmax; with a NaN or inf
@@ -34,22 +35,27 @@ import solution  # noqa: E402
 from harness import environment, quantize_like_reference  # noqa: E402
 
 # The table's kernel and constants, as the solution launches them (solution.launch_plan).
-TABLE_LAUNCH, MAIN_LAUNCH = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)
+PLAN = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)
+TABLE_LAUNCH, MAIN_LAUNCH = PLAN["sigmoid_table"], PLAN["main"]
+# (name, CUDA_ARCH or None for this GPU's, IEEE_MATH): the arithmetic variants the routes run.
+ARITHMETIC = (("PTX", None, False), ("tl twin", 0, False), ("IEEE", 0, True))
 LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
 LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 
 
 @triton.jit
-def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                        IEEE_MATH: tl.constexpr):
     """Row r: the group scale of absmax[r] (taken through group_absmax of [absmax, -absmax]) and every
     value quantized with it."""
     row = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < N_V
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
-    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1, False))
+    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1, IEEE_MATH))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
-    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], False, CUDA_ARCH)
+    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_MATH,
+                          CUDA_ARCH)
     tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
     tl.store(s_ptr + row + tl.arange(0, 1), scale)
 
@@ -65,13 +71,14 @@ def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexp
 
 @triton.jit
 def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, BLOCK: tl.constexpr,
-                        LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr):
+                        LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
+                        IEEE_MATH: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
     sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE)
-    y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, False)
+    y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, IEEE_MATH)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
     tl.store(du_ptr + offs, d_up)
@@ -83,18 +90,13 @@ def all_bf16(device):
     return bits.view(torch.bfloat16)
 
 
-def all_finite_bf16(device):
-    values = all_bf16(device)
-    return values[torch.isfinite(values.float())]
-
-
 def sigmoid_table():
     table = torch.empty(2 * LUT_N, dtype=torch.float32, device="cuda")
     TABLE_LAUNCH.kernel[TABLE_LAUNCH.grid](table, **TABLE_LAUNCH.constexprs, **TABLE_LAUNCH.options)
     return table
 
 
-def check_quantizer(cuda_arch, chunk=512):
+def check_quantizer(cuda_arch, ieee_math, chunk=512):
     values = all_bf16("cuda").float()
     v = values[~torch.isnan(values)].contiguous()           # every bf16 value, +-inf included
     amax = torch.cat([v[v >= 0].unique(), torch.tensor([float("nan")], device="cuda")]).contiguous()
@@ -107,7 +109,8 @@ def check_quantizer(cuda_arch, chunk=512):
         a = amax[start:start + chunk]
         rows = a.numel()
         _quant_pairs_kernel[(rows, triton.cdiv(n_v, block))](
-            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, enable_fp_fusion=False)
+            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, IEEE_MATH=ieee_math,
+            enable_fp_fusion=False)
         q_ref, s_ref = quantize_like_reference(v[None, :], a[:, None])
         s_ref = s_ref[:, 0]
         same_scale = (s_out[:rows].view(torch.int32) == s_ref.view(torch.int32)) | (
@@ -137,7 +140,7 @@ def check_sigmoid(use_table):
     return result
 
 
-def check_elementwise(pairs_per_gate, use_table, seed=0):
+def check_elementwise(pairs_per_gate, use_table, ieee_math, seed=0):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     gates = all_bf16("cuda")
     table = sigmoid_table()
@@ -150,7 +153,8 @@ def check_elementwise(pairs_per_gate, use_table, seed=0):
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(3)]
         _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, enable_fp_fusion=False)
+                                          SIGMOID_TABLE=use_table, IEEE_MATH=ieee_math,
+                                          enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
         silu = gate * sigmoid
@@ -180,22 +184,25 @@ def main():
     major, minor = torch.cuda.get_device_capability()
     t0 = time.time()
     total = 0
-    for cuda_arch in (10 * major + minor, 0):
-        name = f"quantizer_cuda_arch_{cuda_arch}"
-        result[name] = (check_quantizer(cuda_arch) if not args.skip_quantizer
+    for label, cuda_arch, ieee_math in ARITHMETIC:
+        cuda_arch = 10 * major + minor if cuda_arch is None else cuda_arch
+        name = f"quantizer_{label.replace(' ', '_')}"
+        result[name] = (check_quantizer(cuda_arch, ieee_math) if not args.skip_quantizer
                         else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
-        print(f"scale and quantizer, CUDA_ARCH={cuda_arch} ({'PTX' if cuda_arch else 'tl twin'}):", result[name],
-              flush=True)
+        print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE_MATH={ieee_math}):", result[name], flush=True)
         total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
     for use_table in (True, False):
         where = "table" if use_table else "computed"
         result[f"sigmoid_{where}"] = check_sigmoid(use_table)
         print(f"sigmoid over every bf16 gate but NaN (direct, through sigmoid_lookup {where}):",
               result[f"sigmoid_{where}"], flush=True)
-        result[f"elementwise_{where}"] = check_elementwise(args.pairs_per_gate, use_table)
-        print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}:",
-              result[f"elementwise_{where}"], flush=True)
-        total += result[f"sigmoid_{where}"]["diffs"] + sum(result[f"elementwise_{where}"]["diffs"].values())
+        total += result[f"sigmoid_{where}"]["diffs"]
+        for ieee_math in (False, True):
+            name = f"elementwise_{where}" + ("_ieee" if ieee_math else "")
+            result[name] = check_elementwise(args.pairs_per_gate, use_table, ieee_math)
+            print(f"y, d_gate, d_up over every bf16 gate x random (up, grad_y), sigmoid {where}, "
+                  f"IEEE_MATH={ieee_math}:", result[name], flush=True)
+            total += sum(result[name]["diffs"].values())
     result["seconds"] = round(time.time() - t0, 1)
     result["total_diffs"] = total
     print(f"differences: {total}  ({result['seconds']} s)")

@@ -172,7 +172,7 @@ def compiled_counts(ablation, settings=MoverSettings(8, 32, 64, 80), arch=90):
                  "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "scratch_ptr": "*bf16", "M": "i32", "H": "i32"}
     constexprs = dict(GROUP=solution.GROUP_SIZE, GROUPS=settings.groups, CHUNK=settings.chunk,
                       Y_CHUNK=settings.y_chunk, SLOT_BY_SLICE=settings.slot_by_slice, **ABLATIONS[ablation])
-    launch = solution.KernelLaunch(_mover_kernel, None, signature, constexprs,
+    launch = solution.KernelLaunch("mover", _mover_kernel, None, signature, constexprs,
                                    {"num_warps": settings.num_warps, "num_stages": 1})
     kernel = triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
                             options=launch.options)

@@ -24,7 +24,7 @@ import solution  # noqa: E402
 def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096):
     """The route's main kernel as solution.launch_plan describes it, compiled for cuda `arch` with every
     pointer 16-byte aligned and every specialized integer divisible by 16 (contiguous inputs)."""
-    launch = solution.launch_plan(route, M, H, arch=arch, sm_count=132, settings=settings)[-1]
+    launch = solution.launch_plan("nvidia", M, H, route=route, arch=arch, sm_count=132, settings=settings)["main"]
     return triton.compile(compile_matrix.ast_source(launch), target=GPUTarget("cuda", arch, 32),
                           options=launch.options)
 

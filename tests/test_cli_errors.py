@@ -1,0 +1,164 @@
+"""A new user's mistakes with check.py and bench.py: each gets one line on stderr and a nonzero exit
+(2 for a usage error, 1 for a solution that fails), never a traceback and never a PASS on nothing.
+Each runs the real command line in a subprocess."""
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import check
+import compile_matrix
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--shapes", "128x128", "--seeds", "1", "--families", "randn"]
+NO_FUNCTION = "import torch\n\n\ndef something_else():\n    pass\n"
+SYNTAX_ERROR = "import torch\n\n\ndef silu_dot_fwd_bwd_quant_fuse(x,\n    return x\n"
+# Writes every output with a PyTorch op: fails judge, replay and triton_only, with many problems each.
+WRITES_ONES = ("def silu_dot_fwd_bwd_quant_fuse(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=128):\n"
+               "    for t in (grad_input_q, grad_input_s, y_q_t, y_s_t):\n"
+               "        t.fill_(1)\n"
+               "    return grad_input_q, grad_input_s, y_q_t, y_s_t\n")
+
+
+def run(tool, *args):
+    return subprocess.run([sys.executable, str(ROOT / tool), *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def assert_one_line_error(proc, tool, exit_code, *fragments):
+    assert proc.returncode == exit_code, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{tool}: error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def solution_file(tmp_path):
+    def write(text, name="candidate.py"):
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+    return write
+
+
+# ---------------------------------------------------------------- check.py
+
+@pytest.mark.parametrize("seeds", ["0", "-1"])
+def test_no_seeds_is_refused_and_nothing_passes(seeds):
+    proc = run("check.py", "--seeds", seeds, "--shapes", "128x128")
+    assert_one_line_error(proc, "check.py", 2, "argument --seeds", "1 or more", repr(seeds))
+    assert "PASSED" not in proc.stdout
+
+
+@pytest.mark.parametrize("tool", ["check.py", "bench.py"])
+@pytest.mark.parametrize("shape, wrong", [("100x100", "M = 100 and H = 100 are not positive multiples of 128"),
+                                          ("128x127", "H = 127 is not a positive multiple of 128")])
+def test_shapes_must_be_multiples_of_128(tool, shape, wrong):
+    assert_one_line_error(run(tool, "--shapes", shape), tool, 2, "argument --shapes", wrong)
+
+
+def test_an_unknown_shape_group_is_one_line():
+    assert_one_line_error(run("check.py", "--shapes", "foo"), "check.py", 2, "unknown shape group 'foo'",
+                          "MxH like 1024x2560")
+
+
+@pytest.mark.parametrize("tool, option", [("check.py", "--solution"), ("bench.py", "--solution"),
+                                          ("bench.py", "--baseline")])
+def test_a_missing_solution_file_is_named(tool, option, tmp_path):
+    missing = tmp_path / "nonexistent.py"
+    assert_one_line_error(run(tool, option, missing), tool, 2, f"argument {option}: no such file: {missing}")
+
+
+@pytest.mark.parametrize("tool, option", [("check.py", "--solution"), ("bench.py", "--solution"),
+                                          ("bench.py", "--baseline")])
+def test_a_syntax_error_gives_file_line_and_message(tool, option, solution_file):
+    path = solution_file(SYNTAX_ERROR)
+    line = assert_one_line_error(run(tool, option, path, "--shapes", "128x128"), tool, 1, f"{path} line 4: ")
+    assert "never closed" in line or "invalid syntax" in line  # the message's words vary with the Python version
+
+
+def test_a_solution_without_the_function_fails_without_a_traceback(solution_file):
+    path = solution_file(NO_FUNCTION)
+    proc = run("check.py", "--solution", path, *TINY)
+    assert_one_line_error(proc, "check.py", 1, f"{path} defines no function silu_dot_fwd_bwd_quant_fuse")
+    assert "static single_file: FAIL" in proc.stdout.splitlines()
+    assert "PASSED" not in proc.stdout
+
+
+def test_a_solution_that_raises_on_import_fails_in_one_line(solution_file):
+    path = solution_file("import torch\n\nraise RuntimeError('no device\\nsecond line')\n")
+    assert_one_line_error(run("check.py", "--solution", path, *TINY), "check.py", 1,
+                          f"importing {path} raised RuntimeError: no device second line")
+
+
+def test_targets_alone_means_the_judge_list(monkeypatch):
+    asked = []
+    monkeypatch.setattr(compile_matrix, "parse_targets", lambda text: asked.append(text) or [("cuda", 90, 32)])
+    monkeypatch.setattr(compile_matrix, "report", lambda solution, targets, json_path: 0)
+    assert check.main(["--targets"]) == 0
+    assert check.main(["--targets", "--json", "x.json"]) == 0
+    assert asked == ["judge", "judge"]
+
+
+@pytest.mark.parametrize("tool", ["check.py", "bench.py"])
+def test_json_into_a_missing_folder_is_refused_before_anything_runs(tool, tmp_path):
+    destination = tmp_path / "new" / "dir" / "x.json"
+    proc = run(tool, "--json", destination, *TINY[:2])
+    assert_one_line_error(proc, tool, 2, f"no folder {destination.parent}")
+    assert proc.stdout == "" and not (tmp_path / "new").exists()
+
+
+def test_failure_details_are_capped_per_check_and_kept_short(solution_file, tmp_path):
+    proc = run("check.py", "--solution", solution_file(WRITES_ONES), "--shapes", "128x128", "256x128",
+               "--seeds", "1", "--families", "randn", "--json", tmp_path / "report.json")
+    assert proc.returncode == 1 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    # judge fails four comparisons: three are shown, then the count; once, for the first shape.
+    judge = lines.index("128x128 judge: seed 0 randn")
+    details = lines[judge:lines.index("", judge)]
+    assert max(len(line) for line in details) <= 4 + check.PROBLEM_WIDTH
+    assert {line.split(":")[0] for line in details if not line.startswith(" ")} == {
+        "128x128 judge", "128x128 replay", "128x128 triton_only"}
+    assert lines[judge + 4] == "    ... and 1 more (all in the --json report)"
+    assert lines[judge + 5] == "    (fails on 1 more shapes too: 256x128)"
+    assert len(proc.stdout) < 3000
+
+
+# ---------------------------------------------------------------- help and README
+
+def test_help_gives_the_defaults_and_one_example_of_targets():
+    help_text = " ".join(run("check.py", "--help").stdout.split())
+    assert "--seeds N input seeds per shape and family (default: 3)" in help_text
+    assert "(default: solution.py beside check.py)" in help_text
+    assert "(default: all of randn, zeros" in help_text
+    targets_help = help_text[help_text.index("--targets [LIST] "):]
+    assert targets_help.count("e.g.") == 1
+    assert "python check.py --targets [TARGET,...]" in help_text
+
+
+def _requirement_lines(path):
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("-r "):
+            yield from _requirement_lines(path.parent / line[3:].strip())
+        elif line:
+            yield line
+
+
+def test_the_readme_install_commands_agree_on_one_triton():
+    pins = {}
+    for command in re.findall(r"^\s+(pip install [^&\n]+)", (ROOT / "README.md").read_text(), flags=re.M):
+        words = shlex.split(command)
+        requirements = [w for w in words if w.startswith("triton")]
+        requirements += [line for i, w in enumerate(words) if w == "-r" for line in _requirement_lines(ROOT / words[i + 1])
+                         if line.startswith("triton")]
+        exact = {r for r in requirements if "==" in r}
+        assert len(exact) == 1, (command, requirements)
+        pins[command] = exact.pop()
+    assert len(pins) >= 2 and len(set(pins.values())) == 1, pins
