@@ -7,6 +7,9 @@ import pytest
 
 import compile_matrix
 import judge_targets
+from fixtures.broken_solutions import JUDGE
+from test_check import make_broken
+from test_compile_matrix import run_targets
 
 SEVEN = {"nvidia", "hygon", "iluvatar", "metax", "thead", "mthreads", "ascend"}
 
@@ -129,6 +132,13 @@ def test_the_running_python_is_used_where_it_has_the_pinned_triton(tmp_path, mon
     assert not list(tmp_path.iterdir())
 
 
+def test_the_solutions_table_agrees_with_every_judge_row():
+    solution = compile_matrix._load_solution(compile_matrix.ROOT / "solution.py")
+    table = {name: backend._asdict() for name, backend in solution.BACKENDS.items()}
+    for row in judge_targets.JUDGE_ROWS:
+        assert judge_targets.row_problems(row, table[row.backend]) == [], row
+
+
 def test_table_marks_stand_ins_and_failed_limits():
     metax = next(i for i, row in enumerate(judge_targets.JUDGE_ROWS) if row.backend == "metax")
     row = {"row": metax, "triton": "triton 3.1.0", "target": "hip:gfx90a", "kernel": "k", "settings": "num_warps=16",
@@ -144,3 +154,14 @@ def test_a_selection_names_judge_backends_or_none_for_all():
     assert judge_targets.parse_selection("judge:ascend, metax") == ("ascend", "metax")
     with pytest.raises(ValueError, match="judge backends are ascend, hygon"):
         judge_targets.parse_selection("judge:amd")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(JUDGE))
+def test_a_broken_solution_fails_its_judge_row_with_the_compilers_words(name, tmp_path):
+    edits, selection, kernel, words = JUDGE[name]
+    proc, report = run_targets(selection, tmp_path, make_broken(edits, tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [r for r in report["rows"] if not r["ok"]]
+    assert failed and all(r["kernel"] == kernel and words in r["compile"] for r in failed), report["rows"]
+    assert failed[0]["reached"] == "limits checked only"
