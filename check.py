@@ -8,7 +8,8 @@
 
 With --targets, nothing runs: every kernel the solution's routes launch is compiled for each named
 target (backend:arch) instead, no GPU needed; see compile_matrix.py. --targets alone means
---targets judge.
+--targets judge: the judge's seven backends, each compiled with the Triton its compiler is built on and
+every launch checked against the backend's limits (judge:NAME,... for some); see judge_targets.py.
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a

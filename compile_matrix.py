@@ -3,11 +3,14 @@
     python compile_matrix.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
     (or python check.py --targets ..., which calls this)
 
-For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda and BACKENDS["amd"]
-on hip (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's HIPOptions sets it), and
-every kernel of its launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is
-compiled, once per distinct launch (kernel, constexprs, compile options) that the benchmark and
-hidden_like shapes choose.
+--targets judge (what check.py's --targets alone means), or judge:NAME,... for some of them, is the
+judge's seven backends instead, each compiled with its own Triton: judge_targets.py.
+
+For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda, BACKENDS["amd"] on hip
+and BACKENDS["ascend"] on npu (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's
+HIPOptions sets it; on npu 0, as triton-ascend's driver reports), and every kernel of its
+launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is compiled, once per
+distinct launch (kernel, constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
@@ -22,6 +25,10 @@ sites means a store was lost on the way down (as inline PTX compiled for AMD doe
 
 Where Triton cannot link AMD code objects without ROCm's ld.lld (before 3.5), the AMDGCN
 assembly, which is produced before linking, is checked instead, and the row says so.
+
+An npu target (Ascend, e.g. npu:Ascend910B3) compiles only under triton-ascend, with ascendnpu-ir's
+bishengir-compile: see _prepare_npu_toolchain. There the stores are counted in the HIVM IR that
+bishengir-compile hands to hivmc, the last step before the binary, which is never made here.
 """
 import argparse
 import json
@@ -32,28 +39,50 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent
-BACKENDS = ("cuda", "hip")
+
+
+class Toolchain(NamedTuple):
+    """How a Triton target backend's compile is checked here: the Triton backend package that compiles
+    it, the stage whose text holds the global stores, what that text is, and how one store looks there."""
+    triton_backend: str
+    stage: str
+    asm: str
+    store: str
+
+
+TOOLCHAINS = {
+    "cuda": Toolchain("nvidia", "ptx", "ptx", r"^\s*(?:@!?%p\w+\s+)?st\.global\b"),
+    "hip": Toolchain("amd", "amdgcn", "amdgcn", r"^\s*(?:global|buffer|flat)_store\w*"),
+    # The npubin stage's output is the HIVM IR itself, as the hivmc stand-in writes it (no binary).
+    "npu": Toolchain("ascend", "npubin", "hivm", r"\bcall @store_ubuf_to_gm_\w+"),
+}
+BACKENDS = tuple(TOOLCHAINS)
 # The solution's backend (an entry of its BACKENDS table) that each Triton target backend compiles for.
-SOLUTION_BACKEND = {"cuda": "nvidia", "hip": "amd"}
+SOLUTION_BACKEND = {"cuda": "nvidia", "hip": "amd", "npu": "ascend"}
 SHAPE_GROUPS = ("benchmark", "hidden_like")
-# SMs / CUs of a typical part per target: they only choose among a route's launch settings.
+# SMs / CUs of a typical part per target (on npu the vector cores, as bishengir-compile's target spec
+# gives them: Ascend910B3 has 20 AI cores of 2): they only choose among a route's launch settings.
 MULTIPROCESSORS = {("cuda", 80): 108, ("cuda", 90): 132, ("cuda", 100): 148, ("cuda", 120): 170,
                    ("hip", "gfx90a"): 110, ("hip", "gfx942"): 304, ("hip", "gfx950"): 256,
-                   ("hip", "gfx1100"): 96}
-DEFAULT_MULTIPROCESSORS = {"cuda": 132, "hip": 304}
-# Constexprs shown in the settings column: the ones launch settings and routes change.
-HIDDEN_CONSTEXPRS = {"INTERPRET", "GROUP", "LUT_LO", "LUT_N"}
+                   ("hip", "gfx1100"): 96, ("npu", "Ascend910B3"): 40}
+DEFAULT_MULTIPROCESSORS = {"cuda": 132, "hip": 304, "npu": 40}
+# Constexprs that are the same in every launch the plans make, left out of a row's settings.
+HIDDEN_CONSTEXPRS = {"GROUP", "LUT_LO", "LUT_N", "BLOCK", "INDEX_64"}
 COMPILE_TIMEOUT_S = 300
-TARGET_FORM = "backend:arch, e.g. cuda:90 (a compute capability) or hip:gfx942 (a gfx name)"
+TARGET_FORM = ("backend:arch, e.g. cuda:90 (a compute capability), hip:gfx942 (a gfx name) or npu:Ascend910B3 "
+               "(an Ascend SoC, under triton-ascend only)")
 
 
 # ---------------------------------------------------------------- targets
 
 def parse_target(text):
-    """'cuda:90' -> ('cuda', 90, 32); 'hip:gfx942' -> ('hip', 'gfx942', 64). ValueError otherwise."""
+    """'cuda:90' -> ('cuda', 90, 32); 'hip:gfx942' -> ('hip', 'gfx942', 64); 'npu:Ascend910B3' ->
+    ('npu', 'Ascend910B3', 0) (warp size 0, as triton-ascend's driver reports). ValueError otherwise."""
     backend, sep, arch = text.strip().partition(":")
     if not sep or backend not in BACKENDS:
         raise ValueError(f"bad target {text!r}: expected {TARGET_FORM}; backends: {', '.join(BACKENDS)}")
@@ -62,6 +91,11 @@ def parse_target(text):
             raise ValueError(f"bad target {text!r}: a cuda arch is a compute capability like 80 or 90; "
                              f"expected {TARGET_FORM}")
         return backend, int(arch), 32
+    if backend == "npu":
+        if not re.fullmatch(r"Ascend\w+", arch):
+            raise ValueError(f"bad target {text!r}: an npu arch is an Ascend SoC name like Ascend910B3; "
+                             f"expected {TARGET_FORM}")
+        return backend, arch, 0
     match = re.fullmatch(r"gfx(\d+)([0-9a-f]{2})", arch)
     if not match:
         raise ValueError(f"bad target {text!r}: a hip arch is a gfx name like gfx90a or gfx942; "
@@ -69,7 +103,19 @@ def parse_target(text):
     return backend, arch, 32 if int(match.group(1)) >= 10 else 64
 
 
+class JudgeSelection(NamedTuple):
+    """--targets judge[:NAME,...]: the judge's backends (judge_targets.py), all (None) or the named ones."""
+    backends: Optional[tuple]
+
+
+JUDGE_TARGETS = "judge"
+
+
 def parse_targets(text):
+    """A list of (backend, arch, warp size), or for judge[:NAME,...] a JudgeSelection. ValueError otherwise."""
+    if text.strip().partition(":")[0] == JUDGE_TARGETS:
+        import judge_targets  # it imports this module: not at the top
+        return JudgeSelection(judge_targets.parse_selection(text.strip()))
     targets = [parse_target(t) for t in text.split(",") if t.strip()]
     if not targets:
         raise ValueError(f"no targets given: expected a comma-separated list of {TARGET_FORM}")
@@ -94,6 +140,19 @@ def settings_text(launch):
     return " ".join(f"{k}={v}" for k, v in {**options, **constexprs}.items())
 
 
+def launch_key(launch):
+    """What makes two launches one compile: kernel, argument types, constexprs and compile options."""
+    return (launch.kernel.__name__, repr(sorted(launch.signature.items())),
+            repr(sorted(launch.constexprs.items())), repr(sorted(launch.options.items())))
+
+
+def planned_launch(solution, job):
+    """The launch a job compiles, rebuilt from the launch_plan call that made it: job["plan"] holds that
+    call's arguments, job["launch"] the launch's key in what it returned."""
+    plan_call = job["plan"]
+    return solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])[job["launch"]]
+
+
 def plan(solution_path, targets):
     """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
     shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
@@ -106,19 +165,18 @@ def plan(solution_path, targets):
         solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
         seen, labels = {}, {}
         for route, (label, M, H) in ((r, s) for r in solution_backend.routes for s in shapes):
-            for name, launch in solution.launch_plan(solution_backend, M, H, route=route, arch=arch,
-                                                     sm_count=sm_count, warp_size=warp_size).items():
-                key = (launch.kernel.__name__, repr(sorted(launch.signature.items())),
-                       repr(sorted(launch.constexprs.items())), repr(sorted(launch.options.items())))
+            plan_call = {"args": [solution_backend.name, M, H],
+                         "kwargs": {"route": route, "arch": arch, "sm_count": sm_count, "warp_size": warp_size}}
+            for name, launch in solution.launch_plan(*plan_call["args"], **plan_call["kwargs"]).items():
+                key = launch_key(launch)
                 if key in seen:
                     seen[key]["shapes"] += label not in labels[key]
                     labels[key].add(label)
                     continue
                 labels[key] = {label}
                 seen[key] = {"target": target_label(backend, arch), "backend": backend, "arch": arch,
-                             "warp_size": warp_size, "sm_count": sm_count, "solution_backend": solution_backend.name,
-                             "route": route, "M": M, "H": H, "launch": name, "kernel": launch.kernel.__name__,
-                             "settings": settings_text(launch), "shapes": 1}
+                             "warp_size": warp_size, "route": route, "plan": plan_call, "launch": name,
+                             "kernel": launch.kernel.__name__, "settings": settings_text(launch), "shapes": 1}
         jobs.extend(seen.values())
     return jobs, len(shapes)
 
@@ -148,32 +206,35 @@ def ast_source(launch, target):
                      attrs=attrs)
 
 
+def _ttir_lines(ttir):
+    return [line for line in ttir.splitlines() if not line.lstrip().startswith("#loc")]
+
+
 def _count_store_sites(ttir):
-    lines = [line for line in ttir.splitlines() if not line.lstrip().startswith("#loc")]
+    lines = _ttir_lines(ttir)
     stores = sum(1 for line in lines if re.search(r"\btt\.store\b", line))
     asm_stores = sum(1 for line in lines if "tt.elementwise_inline_asm" in line and "st.global" in line)
     return stores + asm_stores
 
 
-def _count_global_stores(asm, kind):
-    if kind == "ptx":
-        pattern = r"^\s*(?:@!?%p\w+\s+)?st\.global\b"
-    else:
-        pattern = r"^\s*(?:global|buffer|flat)_store\w*"
-    return len(re.findall(pattern, asm, re.M))
+def _count_ops(ttir, op):
+    return sum(1 for line in _ttir_lines(ttir) if re.search(rf"\b{re.escape(op)}\b", line))
 
 
 def compile_one(job, solution_path):
-    """Compiles one job's launch; returns {sites, stores, asm, linked}. Raises on a failed compile."""
+    """Compiles one job's launch; returns {sites, stores, asm, binary, no_binary, gathers, inline_asm}:
+    store sites in TTIR and global stores in the asm stage, whether the binary was made (and why not),
+    and how many tt.gather and inline asm ops the TTIR holds. Raises on a failed compile."""
     import triton
     from triton.backends.compiler import GPUTarget
     solution = _load_solution(solution_path)
-    launch = solution.launch_plan(job["solution_backend"], job["M"], job["H"], route=job["route"], arch=job["arch"],
-                                  sm_count=job["sm_count"], warp_size=job["warp_size"])[job["launch"]]
+    launch = planned_launch(solution, job)
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
+    no_binary = None
+    if job["backend"] == "npu":
+        no_binary = _prepare_npu_toolchain(job["arch"])
     src = ast_source(launch, target)
     stages_seen = _record_stages(job["backend"])
-    linked = True
     try:
         triton.compile(src, target=target, options=dict(launch.options))
     except Exception as exc:
@@ -181,17 +242,51 @@ def compile_one(job, solution_path):
         if "amdgcn" not in stages_seen or "lld" not in str(exc):
             raise
         print(f"note: not linked ({type(exc).__name__}: {str(exc).splitlines()[0]})", file=sys.stderr)
-        linked = False
-    kind = "ptx" if job["backend"] == "cuda" else "amdgcn"
-    return {"sites": _count_store_sites(stages_seen["ttir"]), "stores": _count_global_stores(stages_seen[kind], kind),
-            "asm": kind, "linked": linked}
+        no_binary = "not linked: needs ROCm ld.lld"
+    toolchain = TOOLCHAINS[job["backend"]]
+    ttir = stages_seen["ttir"]
+    stores = len(re.findall(toolchain.store, stages_seen[toolchain.stage], re.M))
+    return {"sites": _count_store_sites(ttir), "stores": stores,
+            "asm": toolchain.asm, "binary": no_binary is None, "no_binary": no_binary,
+            "gathers": _count_ops(ttir, "tt.gather"), "inline_asm": _count_ops(ttir, "tt.elementwise_inline_asm")}
+
+
+# Stands in for CANN's hivmc (HIVM IR to NPU binary), which no package registry has: where the binary would
+# go it writes the HIVM IR that bishengir-compile handed it, so the npubin stage's output is that text.
+HIVMC_STAND_IN = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "hivmc stand-in"; exit 0; fi
+out=""; previous=""
+for arg in "$@"; do [ "$previous" = "-o" ] && out="$arg"; previous="$arg"; done
+cp "$1" "$out.o"
+"""
+
+
+def _prepare_npu_toolchain(arch):
+    """Readies this process to compile for an npu target on a machine with neither an NPU nor CANN, and
+    returns why no binary is made. bishengir-compile (ascendnpu-ir) goes on PATH with the hivmc stand-in
+    before it, and triton-ascend's query of the device's arch (NPUUtils, a C++ extension built against
+    CANN) answers `arch` instead."""
+    import ascendnpuir
+    from triton.backends import backends
+    stand_in_dir = Path(os.environ.get("TRITON_CACHE_DIR") or tempfile.mkdtemp())  # run_script removes it
+    stand_in_dir.mkdir(parents=True, exist_ok=True)
+    hivmc = stand_in_dir / "hivmc"
+    hivmc.write_text(HIVMC_STAND_IN)
+    hivmc.chmod(0o755)
+    bishengir_bin = Path(ascendnpuir.__file__).resolve().parent / "bin"
+    os.environ["PATH"] = os.pathsep.join([str(stand_in_dir), str(bishengir_bin), os.environ.get("PATH", "")])
+    # The class the ascend compiler module itself refers to (triton loads backend modules by path).
+    npu_utils = backends["ascend"].compiler.add_stages.__globals__["NPUUtils"]
+    npu_utils.__init__ = lambda self: None
+    npu_utils.get_arch = lambda self: arch
+    return "hivmc is a stand-in: no binary"
 
 
 def _record_stages(backend):
     """{stage: its output as text}, filled while triton.compile runs: it holds the stages reached even
     when a later one (linking) fails."""
     from triton.backends import backends  # the classes triton.compile uses (some versions load them by path)
-    Backend = backends["nvidia" if backend == "cuda" else "amd"].compiler
+    Backend = backends[TOOLCHAINS[backend].triton_backend].compiler
     seen = {}
     add_stages = Backend.add_stages
 
@@ -200,7 +295,7 @@ def _record_stages(backend):
         for name, stage in list(stages.items()):
             def recorded(src, metadata, _stage=stage, _name=name):
                 out = _stage(src, metadata)
-                seen[_name] = out if isinstance(out, (str, bytes)) else str(out)
+                seen[_name] = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
                 return out
             stages[name] = recorded
     Backend.add_stages = recording_add_stages
@@ -223,9 +318,41 @@ def _record_stages(backend):
 
 def worker_main(job_json, solution_path):
     job = json.loads(job_json)
-    result = compile_one(job, solution_path)
+    try:
+        result = compile_one(job, solution_path)
+    except Exception as exc:
+        traceback.print_exc()
+        print(exception_line(exc), file=sys.stderr)  # last, where compile_verdict looks for the exception
+        return 1
     print("RESULT " + json.dumps(result))
     return 0
+
+
+def exception_line(exc):
+    """One line for a failed compile: the root exception of a chain of Triton CompilationErrors (with the
+    function and place of the innermost), and of an MLIR tool's output only its "error:" diagnostics
+    (bishengir-compile's "ub overflow, requires N bits while M bits available", for one)."""
+    chain = [exc]
+    while chain[-1].__cause__ is not None:
+        chain.append(chain[-1].__cause__)
+    root = chain[-1]
+    lines = [line.strip() for line in str(root).splitlines() if line.strip()]
+    frontend = [e for e in chain if type(e).__name__ == "CompilationError"]
+    if frontend and root is frontend[-1]:
+        # Triton's frontend error, not chained to its cause (some versions): the cause's repr ends the text.
+        cause = re.fullmatch(r"""(\w+)\((['"])(.*)\2\)""", lines[-1]) if lines else None
+        text = (f"{cause.group(1)}: {cause.group(3)}" if cause else
+                f"{type(root).__name__}: {lines[-1] if lines else ''}")
+    else:
+        diagnostics = [re.sub(r"^loc\(.*?\):\s*", "", line) for line in lines if re.search(r"error:\s*\S", line)]
+        specific = [d for d in diagnostics if "Failed to run" not in d]
+        text = f"{type(root).__name__}: {' | '.join(specific or diagnostics) or (lines[0] if lines else '')}"
+    if frontend:
+        where = str(frontend[-1])
+        function = re.search(r"def (\w+)\(", where)
+        place = re.match(r"at (\d+:\d+)", where)
+        text += f" (in {function.group(1) if function else '?'}{', at ' + place.group(1) if place else ''})"
+    return text
 
 
 # ---------------------------------------------------------------- the matrix (the parent process)
@@ -245,16 +372,17 @@ def _cap_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
 
 
-def _run(args, timeout):
+def run_script(args, timeout, python=sys.executable, script=__file__):
+    """Runs `python script *args` in a clean process with a fresh Triton cache; a CompletedProcess."""
     with tempfile.TemporaryDirectory(prefix="compile-matrix-") as cache_dir:
-        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], env=_clean_env(cache_dir),
+        return subprocess.run([str(python), str(Path(script).resolve()), *args], env=_clean_env(cache_dir),
                               capture_output=True, text=True, timeout=timeout, cwd=ROOT, preexec_fn=_cap_memory)
 
 
 ERROR_LINE = re.compile(r"error", re.I)
 
 
-def _verdict(proc):
+def compile_verdict(proc):
     """(ok, detail, result) of one compile process: the process's fate first, then stderr, then the stores."""
     result = None
     for line in proc.stdout.splitlines():
@@ -276,8 +404,8 @@ def _verdict(proc):
         problems = ([f"stderr: {errors[0]}"] if errors else []) + [stores + (" (stores lost)" if lost else "")]
         return False, "; ".join(problems), result
     detail = f"ok: {stores}"
-    if not result["linked"]:
-        detail += " (not linked: needs ROCm ld.lld)"
+    if not result["binary"]:
+        detail += f" ({result['no_binary']})"
     return True, detail, result
 
 
@@ -285,7 +413,7 @@ def run_matrix(solution_path, targets, log=print, timeout=COMPILE_TIMEOUT_S):
     """Plans and compiles; returns (rows, shape count). Each row: the job plus ok, detail, seconds."""
     solution_path = str(Path(solution_path).resolve())
     spec = ",".join(target_label(b, a) for b, a, _ in targets)
-    proc = _run(["--plan", "--solution", solution_path, "--targets", spec], timeout=COMPILE_TIMEOUT_S)
+    proc = run_script(["--plan", "--solution", solution_path, "--targets", spec], timeout=COMPILE_TIMEOUT_S)
     if proc.returncode != 0:
         raise RuntimeError(f"planning the compiles failed:\n{proc.stderr.strip()}")
     planned = json.loads(proc.stdout.splitlines()[-1])
@@ -293,8 +421,8 @@ def run_matrix(solution_path, targets, log=print, timeout=COMPILE_TIMEOUT_S):
     for job in planned["jobs"]:
         start = time.time()
         try:
-            proc = _run(["--worker", json.dumps(job), "--solution", solution_path], timeout=timeout)
-            ok, detail, result = _verdict(proc)
+            proc = run_script(["--worker", json.dumps(job), "--solution", solution_path], timeout=timeout)
+            ok, detail, result = compile_verdict(proc)
         except subprocess.TimeoutExpired:
             ok, detail, result = False, f"timed out after {timeout} s", None
         row = {**job, "ok": ok, "detail": detail, "result": result, "seconds": round(time.time() - start, 1)}
@@ -346,7 +474,11 @@ def main(argv=None, solution_path=None):
 
 
 def report(solution_path, targets, json_path=None, timeout=COMPILE_TIMEOUT_S):
-    """Runs the matrix, prints it; 0 when every compile is ok, 1 otherwise."""
+    """Runs the matrix (or the judge's backends, for a JudgeSelection), prints it; 0 when every compile is
+    ok, 1 otherwise."""
+    if isinstance(targets, JudgeSelection):
+        import judge_targets
+        return judge_targets.report(solution_path, json_path, timeout=timeout, backends=targets.backends)
     start = time.time()
     env = environment()
     print(f"compile matrix: {solution_path} on Triton {env['triton']} (each compile in its own process)")

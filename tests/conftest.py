@@ -3,14 +3,30 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402  (after the path and the interpreter are set)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow (they install Tritons "
+                     "in venvs, as check.py --targets judge does)")
+
+
 def pytest_configure(config):
     problem = harness.interpreter_problem()
     if problem:
-        import pytest
         pytest.exit(problem, returncode=2)
+    config.addinivalue_line("markers", "slow: installs a Triton venv; run with --slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -64,12 +64,53 @@ def test_targets_parse_with_triton_amd_warp_sizes():
         ("cuda", 90, 32), ("hip", "gfx90a", 64), ("hip", "gfx942", 64), ("hip", "gfx1100", 32)]
 
 
+def test_an_npu_target_is_an_ascend_soc_with_the_warp_size_its_driver_reports():
+    assert compile_matrix.parse_target("npu:Ascend910B3") == ("npu", "Ascend910B3", 0)
+    with pytest.raises(ValueError, match="Ascend SoC"):
+        compile_matrix.parse_target("npu:910B3")
+
+
 def _process(returncode=0, stdout="", stderr=""):
     return subprocess.CompletedProcess([], returncode, stdout, stderr)
 
 
+UB_OVERFLOW = """
+///------------------[ERROR][Triton][BEG]------------------
+[ConvertLinalgRToBinary] encounters error:
+[NOTE] Ub overflow detected; automatically set enable-code-motion to false and retrying compilation.
+loc("/tmp/tmp4lm03oqc/kernel.ttadapter.mlir":1:1): error: Failed to run BiShengHIR pipeline
+
+loc("/tmp/tmp4lm03oqc/kernel.ttadapter.mlir":2:3): error: ub overflow, requires 7380992 bits while 1572864 bits available! (possible reason: tiling basic block is too large)
+[ERROR] Failed to run BiShengIR pipeline
+///------------------[ERROR][Triton][END]------------------
+"""
+
+
+def test_a_bishengir_ub_overflow_fails_the_compile_with_its_own_words():
+    class MLIRCompilationError(Exception):
+        pass
+    line = compile_matrix.exception_line(MLIRCompilationError(UB_OVERFLOW))
+    assert line.startswith("MLIRCompilationError: error: ub overflow, requires 7380992 bits while 1572864 bits")
+    process = subprocess.CompletedProcess([], 1, "", "Traceback (most recent call last):\n  ...\n" + line + "\n")
+    ok, detail, _ = compile_matrix.compile_verdict(process)
+    assert not ok and "ub overflow, requires 7380992 bits" in detail
+
+
+def test_a_frontend_error_names_its_cause_and_place():
+    try:
+        try:
+            raise TypeError("unsupported operand type(s) for +: 'float' and 'NoneType'")
+        except TypeError as cause:
+            CompilationError = type("CompilationError", (Exception,), {})
+            raise CompilationError("at 3:31:\ndef sigmoid(gate):\n    return 1.0 + None") from cause
+    except Exception as exc:
+        line = compile_matrix.exception_line(exc)
+    assert line == "TypeError: unsupported operand type(s) for +: 'float' and 'NoneType' (in sigmoid, at 3:31)"
+
+
 def _result(stores, sites=7):
-    return "RESULT " + json.dumps({"stores": stores, "sites": sites, "asm": "amdgcn", "linked": True})
+    return "RESULT " + json.dumps({"stores": stores, "sites": sites, "asm": "amdgcn", "binary": True,
+                                   "no_binary": None})
 
 
 @pytest.mark.parametrize("process, reason", [
@@ -81,7 +122,7 @@ def _result(stores, sites=7):
     (_process(returncode=1, stderr="Traceback (most recent call last):\nKeyError: 'ttir'\n"), "exit code 1: KeyError"),
 ])
 def test_a_compile_fails_on_a_crash_an_error_message_or_lost_stores(process, reason):
-    ok, detail, _ = compile_matrix._verdict(process)
+    ok, detail, _ = compile_matrix.compile_verdict(process)
     assert ok is (reason is None), detail
     if reason:
         assert reason in detail

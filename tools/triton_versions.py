@@ -127,7 +127,7 @@ def run_matrix(python, timeout):
     for target in MATRIX_TARGETS:
         mine = [r for r in rows if r["target"] == target]
         failed = [r for r in mine if not r["ok"]]
-        unlinked = [r for r in mine if r["ok"] and not r["result"]["linked"]]
+        unlinked = [r for r in mine if r["ok"] and not r["result"]["binary"]]
         verdict = f"{len(mine) - len(failed)}/{len(mine)} ok"
         if unlinked:
             verdict += " (asm, not linked)"
