@@ -24,7 +24,8 @@ GPU time, the rest is the GPU waiting for the host to launch them, and that host
 makes the reference's time, and with it every speedup, swing from run to run.
 
 --repeat N times everything N times in rounds: round r times, shape by shape, the reference, the
-copy, the solution and the baseline, so that a drift in the machine hits all of them alike. With
+copy, the solution and the baseline, so that a drift in the machine hits all of them alike; even
+rounds time the baseline before the solution, so that neither always runs in the other's wake. With
 N > 1 a table of each time's median and min-max over the rounds follows the rounds, and each mean
 below is taken per round and reported as its median over the rounds with min-max.
 The last lines are the arithmetic-mean speedup (the leaderboard number) and the geometric mean;
@@ -257,7 +258,8 @@ def verify(fn, x, gy, ref):
 
 
 def time_shape(M, H, reference, solutions):
-    """One round on one shape, in order: reference, its GPU time, same-bytes copy, each solution.
+    """One round on one shape, in order: reference, its GPU time, same-bytes copy, each solution (in
+    the dict's order).
     Returns ({series: us}, {name: check}, reference kernels per call); a solution that fails the
     check is not timed."""
     x, gy = harness.make_inputs(M, H, 0, "randn", "cuda")
@@ -323,7 +325,8 @@ def main(argv=None):
             print(f"round {r} of {n_rounds}", flush=True)
         round_times = {}
         for label, M, H in shapes:
-            times, shape_checks, kernels = time_shape(M, H, reference, solutions)
+            in_turn = solutions if r % 2 else dict(reversed(solutions.items()))
+            times, shape_checks, kernels = time_shape(M, H, reference, in_turn)
             round_times[label] = times
             merge_checks(checks.setdefault(label, {}), shape_checks)
             if kernels:

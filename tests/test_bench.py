@@ -237,6 +237,8 @@ def test_main_interleaves_rounds_and_records_every_round(fake_gpu, tmp_path, cap
     # Round 1 covers every shape before round 2 starts: the second shape's times follow the first's.
     assert record["rounds"][0]["256x128"]["reference"] == 16.0
     assert record["rounds"][1]["128x128"]["reference"] == 21.0
+    # Even rounds time the baseline first.
+    assert (record["rounds"][1]["128x128"]["baseline"], record["rounds"][1]["128x128"]["solution"]) == (24.0, 25.0)
     references = [r["128x128"]["reference"] for r in record["rounds"]]
     row = record["rows"][0]
     assert row["reference_us"] == statistics.median(references)
