@@ -125,12 +125,13 @@ def launch_problems(backend, launch):
     return problems
 
 
-def compiled_problems(backend, result):
-    """What a compile's TTIR uses that the backend lacks: result is compile_matrix.compile_one's."""
+def compiled_problems(backend, route, result):
+    """What a compile's TTIR uses that the backend lacks, on a route of its ladder: result is
+    compile_matrix.compile_one's."""
     problems = []
     if not getattr(backend, "gather", True) and result.get("gathers"):  # where the table says
         problems.append(f"{result['gathers']} tt.gather in TTIR, and {backend.name} has no tl.gather")
-    if backend.route != "nvidia" and result.get("inline_asm"):
+    if route != "nvidia" and result.get("inline_asm"):
         problems.append(f"{result['inline_asm']} inline asm in TTIR, off the nvidia route (the only asm known "
                         "to compile on a judge backend is NVIDIA's PTX)")
     return problems
@@ -244,7 +245,7 @@ def plan_row(solution, row_index, shapes):
         try:
             launches = solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])
         except Exception as exc:
-            refused.append((f"{route} {label}", f"launch_plan raised {type(exc).__name__}: {exc}"))
+            refused.append((label, f"the {route} route's launch_plan raised {type(exc).__name__}: {exc}"))
             continue
         for name, launch in launches.items():
             key = compile_matrix.launch_key(launch)
@@ -259,7 +260,7 @@ def plan_row(solution, row_index, shapes):
                 job["labels"].append(label)
                 job["shapes"] += 1
             job["launches_checked"] += 1
-            job["limit_problems"] += [(f"{route} {label}", p) for p in launch_problems(backend, launch)]
+            job["limit_problems"] += [(label, p) for p in launch_problems(backend, launch)]
     for job in jobs.values():
         job["limit_problems"] = summarize(job["limit_problems"])
         del job["labels"]
@@ -404,7 +405,7 @@ def _compile_rows(compiles, table, solution_path, jobs, timeout, log):
     for python, job in compiles:
         ok, detail, result, seconds = compiled[(python, job["target"], job["key"])]
         backend = SimpleNamespace(**table[JUDGE_ROWS[job["row"]].backend])
-        problems = compiled_problems(backend, result) if result else []
+        problems = compiled_problems(backend, job["route"], result) if result else []
         rows.append({**job, "ok": ok and not problems and not job["limit_problems"], "reached": reached(ok, result),
                      "compile": detail if ok and not problems else "FAIL: " + "; ".join(problems + [detail]),
                      "result": result, "seconds": seconds})

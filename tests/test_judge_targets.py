@@ -15,7 +15,7 @@ SEVEN = {"nvidia", "hygon", "iluvatar", "metax", "thead", "mthreads", "ascend"}
 
 
 def fake_backend(**fields):
-    defaults = dict(name="fake", device_type="cuda", targets=("cuda",), route="generic", warp_size=32,
+    defaults = dict(name="fake", device_type="cuda", targets=("cuda",), routes=("generic",), warp_size=32,
                     max_threads=1024, options=(), max_grid=(2**31 - 1, 65535, 65535), triton="3.6")
     return SimpleNamespace(**{**defaults, **fields})
 
@@ -91,14 +91,15 @@ def test_a_shape_the_plan_refuses_is_reported_not_dropped():
         return {"main": fake_launch()}
     solution = SimpleNamespace(BACKENDS={"ascend": fake_backend(name="ascend")}, launch_plan=launch_plan)
     jobs, refused = judge_targets.plan_row(solution, row_index, [("a", 128, 128), ("b", 4096, 128)])
-    assert len(jobs) == 1 and refused == ["launch_plan raised ValueError: too many programs (1 shapes, first b)"]
+    assert len(jobs) == 1 and refused == ["the generic route's launch_plan raised ValueError: too many programs "
+                                          "(1 shapes, first b)"]
 
 
 def test_what_the_compiled_ttir_uses_is_held_against_the_backend():
     result = {"gathers": 1, "inline_asm": 2}
-    problems = judge_targets.compiled_problems(fake_backend(gather=False), result)
+    problems = judge_targets.compiled_problems(fake_backend(gather=False), "generic", result)
     assert len(problems) == 2 and "tt.gather" in problems[0] and "inline asm" in problems[1]
-    assert judge_targets.compiled_problems(fake_backend(route="nvidia"), result) == []  # no gather field: no rule
+    assert judge_targets.compiled_problems(fake_backend(), "nvidia", result) == []  # no gather field: no rule
 
 
 def test_a_row_says_how_far_it_got_and_never_more():
