@@ -601,7 +601,10 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
     three programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the
     grid needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
     three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner.
-    Every other route: 256 threads a program (fewer where the backend allows fewer), no register cap.
+    Every other route: 256 threads a program (fewer where the backend allows fewer), no register cap;
+    on the ascend route 16-token slices, so that a slice's temporaries (the sigmoid computed per
+    element, its integer reciprocal included) fit Ascend's unified buffer (32-token slices need 221 KB
+    of its 192 KB: bishengir's "ub overflow").
     """
     backend = _backend(backend)
     route = route or backend.route
@@ -614,7 +617,7 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
     return LaunchSettings(num_warps=max(1, min(256, backend.max_threads) // (warp_size or backend.warp_size)),
-                          chunk=32, y_chunk=64, maxnreg=None)
+                          chunk=16 if route == "ascend" else 32, y_chunk=64, maxnreg=None)
 
 
 def _route_constexprs(route, arch):
