@@ -378,7 +378,8 @@ def compile_only(variants, json_path):
     if spilled:
         print("spills:", ", ".join(spilled))
     if json_path:
-        Path(json_path).write_text(json.dumps({"target": "cuda:90", "rows": rows, "failed": failed}, indent=2))
+        Path(json_path).write_text(json.dumps({"env": harness.environment("cpu"), "target": "cuda:90", "rows": rows,
+                                               "failed": failed}, indent=2))
     return 1 if failed or spilled else 0
 
 
