@@ -59,3 +59,59 @@ def test_the_conflict_free_layouts_move_y_in_wide_accesses_without_bank_conflict
         if row["y_dtype"] == "bf16":
             assert "st.shared.v4.b32" in widths and widths & {"ld.shared.v4.b16", "ld.shared.v4.b32"}, name
     assert rows["bf16-swizzled-w8"]["modeled_wavefronts"]["read"] > 1.0  # the slice-able swizzle conflicts
+
+
+@pytest.mark.parametrize("broken", [None, "bf16-xor-w8"])
+def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch, tmp_path, broken):
+    """The GPU mode's bookkeeping, run on the CPU with stand-in kernels that write the expected bytes
+    (one of them with a byte wrong): a wrong variant is reported, never timed, and the exit status is 1;
+    the stop rule's verdict follows the times."""
+    import types
+
+    import torch
+    sys.path.insert(0, str(harness.ROOT / "tools"))
+    import gluon_mover
+    import measure
+    import movers
+    fake_kernel = types.SimpleNamespace(n_regs=64, n_spills=0, metadata=types.SimpleNamespace(shared=32768))
+    launched = []
+
+    def launch(variant, x, grad_y, outs):
+        for out, want in zip(outs, gluon_mover.expected_outputs(x, grad_y)):
+            out.copy_(want)
+        if variant.name == broken:
+            outs[2].view(-1)[-1] += 1  # one byte of y_q_t
+        launched.append(variant.name)
+        return fake_kernel
+
+    def tl_mover(*args):
+        launched.append("tl-mover")
+        return fake_kernel
+
+    timed = []
+    us_by_kernel = {"bf16-padded-w8": 95.0, "tl-mover": 130.0}  # the copy takes 90 us: 94.7% and 69.2%
+
+    def do_bench(fn):
+        fn()
+        timed.append(launched[-1])
+        return us_by_kernel.get(launched[-1], 120.0)
+
+    monkeypatch.setattr(gluon_mover, "DEVICE", "cpu")
+    monkeypatch.setattr(gluon_mover, "launch", launch)
+    monkeypatch.setattr(movers, "launch_mover", tl_mover)
+    monkeypatch.setattr(measure, "do_bench", do_bench)
+    monkeypatch.setattr(measure, "same_bytes_copy_us", lambda n_bytes: 90.0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda i: types.SimpleNamespace(major=9, minor=0, multi_processor_count=132))
+    variants = [v for v in gluon_mover.VARIANTS if v.name in ("bf16-padded-w8", "bf16-xor-w8", "int8-xor-w8")]
+    shapes = harness.expand_shape_args(["1024x128", "4096x128"], [])
+    record = tmp_path / "gpu.json"
+    status = gluon_mover.gpu_main(variants, shapes, 1, str(record))
+    result = json.loads(record.read_text())
+    assert status == (1 if broken else 0)
+    assert list(result["failures"]) == ([broken] if broken else [])
+    if broken:
+        assert "y_q_t" in result["failures"][broken] and broken not in timed
+    assert sorted(set(timed)) == sorted({"tl-mover", *(v.name for v in variants)} - {broken})
+    assert result["verdicts"]["bf16-padded-w8"]["passes"] and not result["verdicts"]["tl-mover"]["passes"]
+    assert result["go"] and result["floor_pct"]["bf16-padded-w8"]["4096x128"] == pytest.approx(100 * 90 / 95)
