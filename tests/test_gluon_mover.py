@@ -69,7 +69,7 @@ def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch,
     import types
 
     import torch
-    sys.path.insert(0, str(harness.ROOT / "tools"))
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
     import gluon_mover
     import measure
     import movers

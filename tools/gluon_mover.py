@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # movers and sass_stats, when imported from elsewhere
 import harness  # noqa: E402
 
 try:
@@ -341,7 +342,6 @@ def modeled_wavefronts(variant):
 
 def compiled_resources(variant):
     """Registers, spills, shared memory and shared-memory access widths of the variant compiled for sm_90."""
-    sys.path.insert(0, str(ROOT / "tools"))
     import sass_stats
     started = time.perf_counter()
     kernel = compile_for_sm90(variant)
@@ -434,7 +434,6 @@ def time_all(variants, shapes, rounds):
     mover's full walk (tools/movers.py at the nvidia route's settings) and each variant."""
     import statistics
     import torch
-    sys.path.insert(0, str(ROOT / "tools"))
     import movers
     import solution
     from measure import do_bench, same_bytes_copy_us
