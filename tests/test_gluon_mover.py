@@ -1,0 +1,117 @@
+"""tools/gluon_mover.py's Gluon variants must compile for sm_90 without spilling, or the lead's GPU run
+(issue 19, step 1) would time a different kernel than the one designed. Compiled in a subprocess: conftest
+sets TRITON_INTERPRET=1, and these are compiled, not interpreted."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import harness
+
+pytest.importorskip("triton.experimental.gluon", reason="this Triton has no Gluon (triton.experimental.gluon)")
+
+# What the design needs of every variant on an H100: y's tile in shared memory (16 or 32 KB), at least
+# three programs per SM, and shared-memory accesses as wide as the layouts allow.
+MAX_SHARED_BYTES = 70 * 1024
+MIN_PROGRAMS_PER_SM = 3
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gluon_mover") / "compile.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiling, not interpreting
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "gluon_mover.py"), "--compile-only",
+                           "--json", str(out)], capture_output=True, text=True, cwd=harness.ROOT, env=env,
+                          timeout=600)
+    record = json.loads(out.read_text()) if out.exists() else None
+    return proc, record
+
+
+def test_every_variant_compiles_for_sm90_without_spills(compiled):
+    proc, record = compiled
+    assert record is not None, proc.stderr
+    assert record["failed"] == [], record["failed"]
+    for row in record["rows"]:
+        assert (row["stack_bytes"], row["spill_instructions"]) == (0, 0), row["variant"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_variant_fits_three_programs_per_sm(compiled):
+    _, record = compiled
+    for row in record["rows"]:
+        assert row["shared_bytes"] <= MAX_SHARED_BYTES, row["variant"]
+        assert row["programs_per_sm"]["programs"] >= MIN_PROGRAMS_PER_SM, row["variant"]
+        expected_tile = 128 * 128 * (2 if row["y_dtype"] == "bf16" else 1)
+        assert expected_tile <= row["shared_bytes"] <= expected_tile + 512, row["variant"]  # the tile, padding
+
+
+def test_the_conflict_free_layouts_move_y_in_wide_accesses_without_bank_conflicts(compiled):
+    """The padded and XOR layouts were designed so that the slices' 8- or 16-byte writes and the
+    transposed read-back cost no extra shared-memory wavefronts; the vector widths are what the PTX has."""
+    _, record = compiled
+    rows = {row["variant"]: row for row in record["rows"]}
+    for name, row in rows.items():
+        if row["shared"] in ("padded", "xor"):
+            assert row["modeled_wavefronts"] == {"write": 1.0, "read": 1.0}, name
+        widths = set(row["shared_accesses"])
+        if row["y_dtype"] == "bf16":
+            assert "st.shared.v4.b32" in widths and widths & {"ld.shared.v4.b16", "ld.shared.v4.b32"}, name
+    assert rows["bf16-swizzled-w8"]["modeled_wavefronts"]["read"] > 1.0  # the slice-able swizzle conflicts
+
+
+@pytest.mark.parametrize("broken", [None, "bf16-xor-w8"])
+def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch, tmp_path, broken):
+    """The GPU mode's bookkeeping, run on the CPU with stand-in kernels that write the expected bytes
+    (one of them with a byte wrong): a wrong variant is reported, never timed, and the exit status is 1;
+    the stop rule's verdict follows the times."""
+    import types
+
+    import torch
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    import gluon_mover
+    import measure
+    import movers
+    fake_kernel = types.SimpleNamespace(n_regs=64, n_spills=0, metadata=types.SimpleNamespace(shared=32768))
+    launched = []
+
+    def launch(variant, x, grad_y, outs):
+        for out, want in zip(outs, gluon_mover.expected_outputs(x, grad_y)):
+            out.copy_(want)
+        if variant.name == broken:
+            outs[2].view(-1)[-1] += 1  # one byte of y_q_t
+        launched.append(variant.name)
+        return fake_kernel
+
+    def tl_mover(*args):
+        launched.append("tl-mover")
+        return fake_kernel
+
+    timed = []
+    us_by_kernel = {"bf16-padded-w8": 95.0, "tl-mover": 130.0}  # the copy takes 90 us: 94.7% and 69.2%
+
+    def do_bench(fn):
+        fn()
+        timed.append(launched[-1])
+        return us_by_kernel.get(launched[-1], 120.0)
+
+    monkeypatch.setattr(gluon_mover, "DEVICE", "cpu")
+    monkeypatch.setattr(gluon_mover, "launch", launch)
+    monkeypatch.setattr(movers, "launch_mover", tl_mover)
+    monkeypatch.setattr(measure, "do_bench", do_bench)
+    monkeypatch.setattr(measure, "same_bytes_copy_us", lambda n_bytes: 90.0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda i: types.SimpleNamespace(major=9, minor=0, multi_processor_count=132))
+    variants = [v for v in gluon_mover.VARIANTS if v.name in ("bf16-padded-w8", "bf16-xor-w8", "int8-xor-w8")]
+    shapes = harness.expand_shape_args(["1024x128", "4096x128"], [])
+    record = tmp_path / "gpu.json"
+    status = gluon_mover.gpu_main(variants, shapes, 1, str(record))
+    result = json.loads(record.read_text())
+    assert status == (1 if broken else 0)
+    assert list(result["failures"]) == ([broken] if broken else [])
+    if broken:
+        assert "y_q_t" in result["failures"][broken] and broken not in timed
+    assert sorted(set(timed)) == sorted({"tl-mover", *(v.name for v in variants)} - {broken})
+    assert result["verdicts"]["bf16-padded-w8"]["passes"] and not result["verdicts"]["tl-mover"]["passes"]
+    assert result["go"] and result["floor_pct"]["bf16-padded-w8"]["4096x128"] == pytest.approx(100 * 90 / 95)

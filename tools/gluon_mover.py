@@ -1,0 +1,536 @@
+"""A no-math Gluon mover: the task's exact memory traffic with y held in shared memory, timed next to the
+same-bytes copy (issue 19, step 1: "mover first").
+
+Why: the tl kernel parks y (a 32 KB bf16 tile per program) in a global scratch slot and transposes it
+through Triton's own layout conversions; its movers stop at 64-78% of a same-bytes copy (PERF_NOTES.md,
+sixth round). This mover asks whether explicit shared memory (triton.experimental.gluon) moves the same
+bytes at >= 90% of the copy on the 4096- and 8192-token shapes, or >= 85% on every shape, before any
+math is ported.
+
+One program per 128-channel x 128-token tile, program ids H first (solution.launch_plan's grid). Four
+32-token slices: gate, up and grad_y rows are loaded 16 bytes a thread along channels; each slice's
+grad_input_q rows (gate and up halves) and one fp32 scale per row and half are stored; the slice's y goes
+into a shared-memory tile of the whole 128 x 128. Then the tile is read back channel-major, and y_q_t rows
+(128 tokens of one channel: 8 lanes x 16 bytes = one 128-byte line) and one y_s_t scale per channel are
+stored. The arithmetic is a stand-in (STAND_INS below), chosen so that every output byte has a torch
+formula and a misplaced byte shows.
+
+Variants (VARIANTS): the y tile in bf16 (32 KB) or quantized first to int8 (16 KB; its scale a running
+max in registers), in a padded, a swizzled or an XOR-swizzled (SharedLinearLayout) shared layout.
+
+Usage:
+    python tools/gluon_mover.py --compile-only [--json PATH]   # CPU: compile for sm_90, print resources
+    python tools/gluon_mover.py [--json PATH] [--variants NAME ...] [--shapes ...]   # GPU: check, then time
+"""
+import functools
+import json
+import math
+import re
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # movers and sass_stats, when imported from elsewhere
+import harness  # noqa: E402
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+except ImportError as exc:  # Triton before Gluon: the tool says so rather than failing on import
+    gluon = gl = None
+    GLUON_MISSING = f"triton.experimental.gluon cannot be imported ({exc})"
+else:
+    GLUON_MISSING = None
+
+GROUP = harness.GROUP_SIZE
+# Where the GPU mode runs. tests/test_gluon_mover.py runs its bookkeeping (check, time, verdict, exit
+# status) on the CPU with stand-in kernels by setting this to "cpu".
+DEVICE = "cuda"
+CHUNK = 32  # tokens per slice, as the tl kernel's
+STOP_RULE = "mover >= 90% of the same-bytes copy on every 4096- and 8192-token shape, or >= 85% on every shape"
+LARGE_TOKENS = (4096, 8192)
+# What one H100 (sm_90) SM holds, for programs per SM (CUDA occupancy rules: 1 KB of shared memory
+# reserved per block, registers allocated per warp in units of 256).
+SM90_SHARED_PER_SM = 228 * 1024
+SM90_SHARED_PER_BLOCK = 227 * 1024
+SM90_RESERVED_SHARED_PER_BLOCK = 1024
+SM90_REGISTERS_PER_SM = 65536
+SM90_THREADS_PER_SM = 2048
+SM90_BLOCKS_PER_SM = 32
+
+# The stand-ins, written once in words: every kernel below and expected_outputs compute these. The int8
+# values are 0..127, never harness.POISON_Q (-128), so harness.unwritten counts what a variant left out.
+STAND_INS = {
+    "grad_input_q": "gate half: (bits(f32(grad_y) * f32(up)) >> 16) & 0x7F; up half: the same of grad_y * gate",
+    "grad_input_s": "max over the 128-channel row group of |that product| (fp32)",
+    "y_q_t": "bits(bf16(f32(gate) * f32(up))) & 0x7F, transposed",
+    "y_s_t": "max over the 128-token group of |bf16(f32(gate) * f32(up))| (fp32), transposed",
+}
+
+
+class Variant(NamedTuple):
+    """y_dtype: "bf16" (y parked as bf16, 32 KB) or "int8" (quantized first, 16 KB). shared: "padded"
+    (16 bytes of padding after every 16 token rows), "padded-rows" (padding after every row: the
+    [128][132] int8 tile), "swizzled" (gl.SwizzledSharedLayout, the strongest one that 32-token slices can
+    cut) or "xor" (an XOR swizzle as a gl.SharedLinearLayout)."""
+    y_dtype: str
+    shared: str
+    num_warps: int
+
+    @property
+    def name(self):
+        return f"{self.y_dtype}-{self.shared}-w{self.num_warps}"
+
+
+# At 8 warps every layout; at 4 warps the two conflict-free ones. No register cap: maxnreg=40 (six
+# programs of 8 warps per SM) spills 46-195 instructions' worth on Triton 3.6, so the registers the
+# compiler picks (59-80 at 8 warps) leave three or four programs per SM.
+VARIANTS = ([Variant(y, s, 8) for y, s in [("bf16", "padded"), ("bf16", "swizzled"), ("bf16", "xor"),
+                                           ("int8", "padded"), ("int8", "padded-rows"), ("int8", "xor")]]
+            + [Variant(y, s, 4) for y, s in [("bf16", "padded"), ("bf16", "xor"), ("int8", "padded"), ("int8", "xor")]])
+
+
+# ---------------------------------------------------------------- layouts
+
+def slice_layout(num_warps):
+    """A [32 tokens, 128 channels] slice: 8 channels (16 bytes of bf16) a thread, 16 lanes along one
+    row's 128 channels, the warps along tokens."""
+    return gl.BlockedLayout([2, 8], [2, 16], [num_warps, 1], [1, 0])
+
+
+def read_layout(num_warps):
+    """The tile read back as [128 channels, 128 tokens]: 16 tokens a thread (one 16-byte int8 store of
+    y_q_t), 8 lanes along one channel's 128 tokens (one 128-byte line), 4 lanes and the warps along
+    channels; a thread's channels (4 at 8 warps, 8 at 4 warps) make its shared-memory reads wide."""
+    return gl.BlockedLayout([GROUP // (4 * num_warps), 16], [4, 8], [num_warps, 1], [1, 0])
+
+
+def xor_swizzle_bases(y_dtype):
+    """offset_bases of a SharedLinearLayout for the [128 tokens, 128 channels] tile: offset bit i holds
+    the logical (token, channel) bits listed. The read-back's lanes sit 16 tokens apart (token bits 4-6)
+    and must hit different banks, so those bits land in the bank bits of the offset; channel bits 3-5 (or
+    4-6 for int8) are XORed with them, so that a slice's row still writes whole 128-byte bank sweeps.
+    Token bits 5 and 6 (the slice index) each map to one offset bit: Triton 3.6 refuses to cut a shared
+    layout into slices along bits that are swizzled ("We don't support splitting along the swizzling
+    pattern"), which is why a gl.SwizzledSharedLayout cannot do this."""
+    if y_dtype == "bf16":  # elements of 2 bytes: bits 0-5 of the offset are the 128-byte bank sweep
+        return [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0], [64, 0], [0, 64],
+                [1, 0], [2, 0], [4, 0], [8, 0], [16, 8], [32, 16], [64, 32]]
+    return [[0, 1], [0, 2], [0, 4], [0, 8], [16, 0], [32, 0], [64, 0],
+            [1, 0], [2, 0], [4, 0], [8, 0], [16, 16], [32, 32], [64, 64]]
+
+
+def shared_layout(variant):
+    """The y tile's shared layout, logical shape [128 tokens, 128 channels], channels contiguous."""
+    elements_per_16_bytes = 8 if variant.y_dtype == "bf16" else 16
+    if variant.shared == "padded":  # every 16 token rows shift by 16 bytes: the read-back's lanes spread
+        return gl.PaddedSharedLayout.with_identity_for([[16 * GROUP, elements_per_16_bytes]], [GROUP, GROUP], [1, 0])
+    if variant.shared == "padded-rows":  # 4 bytes after every row: [128][132] for int8
+        element_bytes = 2 if variant.y_dtype == "bf16" else 1
+        return gl.PaddedSharedLayout.with_identity_for([[GROUP, 4 // element_bytes]], [GROUP, GROUP], [1, 0])
+    if variant.shared == "swizzled":  # the phase changes every 16 rows, period 32 rows: one slice
+        return gl.SwizzledSharedLayout(elements_per_16_bytes, 16, 2, [1, 0])
+    if variant.shared == "xor":
+        return gl.SharedLinearLayout(xor_swizzle_bases(variant.y_dtype))
+    raise ValueError(f"unknown shared layout {variant.shared!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_constexprs(variant):
+    """Built once per variant: the launch's host path then hashes the same layout objects each call."""
+    return {"GROUP": GROUP, "CHUNK": CHUNK, "QUANTIZE_FIRST": variant.y_dtype == "int8",
+            "SLICE_LAYOUT": slice_layout(variant.num_warps), "READ_LAYOUT": read_layout(variant.num_warps),
+            "Y_SHARED_LAYOUT": shared_layout(variant)}
+
+
+def kernel_options(variant):
+    return {"num_warps": variant.num_warps, "num_stages": 1, "enable_fp_fusion": False}
+
+
+# ---------------------------------------------------------------- the kernel
+
+if gluon is not None:
+    @gluon.jit
+    def _gluon_mover_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, M, H,
+                            GROUP: gl.constexpr, CHUNK: gl.constexpr, QUANTIZE_FIRST: gl.constexpr,
+                            SLICE_LAYOUT: gl.constexpr, READ_LAYOUT: gl.constexpr,
+                            Y_SHARED_LAYOUT: gl.constexpr):
+        pid_h = gl.program_id(0)
+        pid_m = gl.program_id(1)
+        tokens = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, SLICE_LAYOUT))
+        channels = gl.arange(0, GROUP, layout=gl.SliceLayout(0, SLICE_LAYOUT))
+        cols = pid_h * GROUP + channels
+        if QUANTIZE_FIRST:
+            y_tile = gl.allocate_shared_memory(gl.int8, [GROUP, GROUP], Y_SHARED_LAYOUT)
+            # The y scale needs the whole token group: a running max, reduced across warps once at the end.
+            y_absmax = gl.zeros([CHUNK, GROUP], gl.float32, SLICE_LAYOUT)
+        else:
+            y_tile = gl.allocate_shared_memory(gl.bfloat16, [GROUP, GROUP], Y_SHARED_LAYOUT)
+        for c in gl.static_range(GROUP // CHUNK):
+            rows = pid_m * GROUP + c * CHUNK + tokens
+            x_offs = rows[:, None] * (2 * H) + cols[None, :]
+            gate = gl.load(x_ptr + x_offs, eviction_policy="evict_first").to(gl.float32)
+            up = gl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(gl.float32)
+            gy = gl.load(grad_y_ptr + rows[:, None] * H + cols[None, :],
+                         eviction_policy="evict_first").to(gl.float32)
+            d_gate = gy * up  # exact in fp32: two bf16 significands
+            d_up = gy * gate
+            gl.store(grad_q_ptr + x_offs, ((d_gate.to(gl.int32, bitcast=True) >> 16) & 0x7F).to(gl.int8))
+            gl.store(grad_q_ptr + x_offs + H, ((d_up.to(gl.int32, bitcast=True) >> 16) & 0x7F).to(gl.int8))
+            s_offs = rows * (2 * H // GROUP) + pid_h
+            gl.store(grad_s_ptr + s_offs, gl.max(gl.abs(d_gate), axis=1))
+            gl.store(grad_s_ptr + s_offs + H // GROUP, gl.max(gl.abs(d_up), axis=1))
+            y = (gate * up).to(gl.bfloat16)
+            if QUANTIZE_FIRST:
+                y_absmax = gl.maximum(y_absmax, gl.abs(y.to(gl.float32)))
+                y_tile.slice(c * CHUNK, CHUNK, dim=0).store((y.to(gl.int16, bitcast=True) & 0x7F).to(gl.int8))
+            else:
+                y_tile.slice(c * CHUNK, CHUNK, dim=0).store(y)
+        gl.thread_barrier()
+        y_t = y_tile.permute([1, 0]).load(READ_LAYOUT)  # [channel, token]
+        t_channels = gl.arange(0, GROUP, layout=gl.SliceLayout(1, READ_LAYOUT))
+        t_tokens = gl.arange(0, GROUP, layout=gl.SliceLayout(0, READ_LAYOUT))
+        y_q_offs = (pid_h * GROUP + t_channels)[:, None] * M + (pid_m * GROUP + t_tokens)[None, :]
+        if QUANTIZE_FIRST:
+            gl.store(y_q_ptr + y_q_offs, y_t)
+            gl.store(y_s_ptr + (pid_h * GROUP + channels) * (M // GROUP) + pid_m, gl.max(y_absmax, axis=0))
+        else:
+            gl.store(y_q_ptr + y_q_offs, (y_t.to(gl.int16, bitcast=True) & 0x7F).to(gl.int8))
+            gl.store(y_s_ptr + (pid_h * GROUP + t_channels) * (M // GROUP) + pid_m,
+                     gl.max(gl.abs(y_t.to(gl.float32)), axis=1))
+
+
+KERNEL_SIGNATURE = {"x_ptr": "*bf16", "grad_y_ptr": "*bf16", "grad_q_ptr": "*i8", "grad_s_ptr": "*fp32",
+                    "y_q_ptr": "*i8", "y_s_ptr": "*fp32", "M": "i32", "H": "i32"}
+
+
+def launch(variant, x, grad_y, outs):
+    """Runs one variant; returns the launched CompiledKernel (n_regs, n_spills, metadata.shared)."""
+    M, H = grad_y.shape
+    for t in (x, grad_y, *outs):
+        assert t.is_contiguous(), "the mover assumes contiguous tensors"
+    return _gluon_mover_kernel[(H // GROUP, M // GROUP)](x, grad_y, *outs, M, H, **kernel_constexprs(variant),
+                                                        **kernel_options(variant))
+
+
+def expected_outputs(x, grad_y):
+    """The stand-ins (STAND_INS) in torch, on x's device: grad_input_q, grad_input_s, y_q_t, y_s_t."""
+    import torch
+    M, H = grad_y.shape
+    gate, up, gy = x[:, :H].float(), x[:, H:].float(), grad_y.float()
+    products = torch.cat([gy * up, gy * gate], dim=1)
+    grad_q = ((products.view(torch.int32) >> 16) & 0x7F).to(torch.int8)
+    grad_s = products.abs().view(M, 2 * H // GROUP, GROUP).amax(dim=2)
+    y = (gate * up).to(torch.bfloat16)
+    y_q_t = (y.view(torch.int16) & 0x7F).to(torch.int8).t().contiguous()
+    y_s_t = y.float().abs().view(M // GROUP, GROUP, H).amax(dim=1).t().contiguous()
+    return grad_q, grad_s, y_q_t, y_s_t
+
+
+# ---------------------------------------------------------------- compiled without a GPU
+
+def compile_for_sm90(variant):
+    """The variant compiled for cuda sm_90 with every pointer 16-byte aligned and M, H divisible by 16
+    (contiguous inputs), as compile_matrix.ast_source does for the tl kernels. No GPU needed."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    constexprs = kernel_constexprs(variant)
+    signature = {**KERNEL_SIGNATURE, **{name: "constexpr" for name in constexprs}}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(KERNEL_SIGNATURE))}
+    source = GluonASTSource(_gluon_mover_kernel, signature, constexprs, attrs)
+    target = GPUTarget("cuda", 90, 32)
+    return triton.compile(source, target=target, options=kernel_options(variant))
+
+
+def programs_per_sm(shared_bytes, registers, num_warps):
+    """What one H100 SM holds of a program, by each limit, and the least of them."""
+    threads = 32 * num_warps
+    by_shared = (min(SM90_SHARED_PER_SM // (shared_bytes + SM90_RESERVED_SHARED_PER_BLOCK), SM90_BLOCKS_PER_SM)
+                 if shared_bytes <= SM90_SHARED_PER_BLOCK else 0)
+    registers_per_warp = math.ceil(registers * 32 / 256) * 256
+    by_registers = (SM90_REGISTERS_PER_SM // registers_per_warp) // num_warps
+    by_threads = SM90_THREADS_PER_SM // threads
+    return {"shared": by_shared, "registers": by_registers, "threads": by_threads,
+            "programs": min(by_shared, by_registers, by_threads, SM90_BLOCKS_PER_SM)}
+
+
+def shared_address(variant):
+    """byte address in the y tile of logical (token, channel), as the variant's shared layout places it."""
+    element_bytes = 2 if variant.y_dtype == "bf16" else 1
+    layout = shared_layout(variant)
+    if variant.shared in ("padded", "padded-rows"):
+        pairs = layout.interval_padding_pairs
+
+        def address(token, channel):
+            flat = token * GROUP + channel
+            return element_bytes * (flat + sum((flat // interval) * pad for interval, pad in pairs))
+        return address
+    if variant.shared == "swizzled":
+        def address(token, channel):
+            phase = (token // layout.per_phase) % layout.max_phase
+            return element_bytes * (token * GROUP + ((channel // layout.vec) ^ phase) * layout.vec + channel % layout.vec)
+        return address
+    offsets = {}
+    for offset in range(GROUP * GROUP):
+        token = channel = 0
+        for bit, (t, c) in enumerate(layout.offset_bases):
+            if offset >> bit & 1:
+                token, channel = token ^ t, channel ^ c
+        offsets[token, channel] = offset
+    return lambda token, channel: element_bytes * offsets[token, channel]
+
+
+def _blocked_coordinates(layout, shape, warp, lane, element):
+    """(row, column) of a thread's element in a 2-D BlockedLayout of order [1, 0]; element counts along
+    columns first, over the repetitions too."""
+    spt, tpw, wpc = layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta
+    block = [spt[d] * tpw[d] * wpc[d] for d in range(2)]
+    per_rep_row = spt[1] * (shape[1] // block[1])
+    e_row, e_col = divmod(element, per_rep_row)
+    rep_row, r = divmod(e_row, spt[0])
+    rep_col, c = divmod(e_col, spt[1])
+    lane_row, lane_col = divmod(lane, tpw[1])
+    warp_row, warp_col = divmod(warp, wpc[1])
+    return (rep_row * block[0] + warp_row * spt[0] * tpw[0] + lane_row * spt[0] + r,
+            rep_col * block[1] + warp_col * spt[1] * tpw[1] + lane_col * spt[1] + c)
+
+
+def modeled_wavefronts(variant):
+    """Shared-memory wavefronts per warp access over the fewest possible, for the slices' writes and the
+    transposed read-back, from the layouts alone (1.0: no bank conflicts). A vector is a thread's
+    contiguous channels, at most 16 bytes: the widths the PTX shows for every variant but padded-rows,
+    whose read-back Triton 3.6 splits into single bytes (ld.shared.b8), so its real cost is higher than
+    modeled. Triton 3.6's own counter (gl.bank_conflicts) aborts on padded layouts, hence this model."""
+    address = shared_address(variant)
+    element_bytes = 2 if variant.y_dtype == "bf16" else 1
+    result = {}
+    for access, layout, shape in (("write", slice_layout(variant.num_warps), [CHUNK, GROUP]),
+                                  ("read", read_layout(variant.num_warps), [GROUP, GROUP])):
+        per_thread = shape[0] * shape[1] // (32 * variant.num_warps)
+        if access == "write":  # a thread's channels run along its elements: vectors of size_per_thread[1]
+            vector = layout.size_per_thread[1]
+            instructions = [[e + v for v in range(vector)] for e in range(0, per_thread, vector)]
+        else:  # [channel, token]: a thread's 4 channels of one token are one vector
+            row_span = layout.size_per_thread[1] * (shape[1] // (layout.size_per_thread[1] * layout.threads_per_warp[1]))
+            first = [e for e in range(per_thread) if (e // row_span) % layout.size_per_thread[0] == 0]
+            instructions = [[e + v * row_span for v in range(layout.size_per_thread[0])] for e in first]
+        width = len(instructions[0]) * element_bytes
+        lanes_per_wavefront = min(32, max(1, 128 // width))
+        total = ideal = 0
+        for warp in range(variant.num_warps):
+            for elements in instructions:
+                lane_words = []
+                for lane in range(32):
+                    coords = [_blocked_coordinates(layout, shape, warp, lane, e) for e in elements]
+                    if access == "read":
+                        coords = [(token, channel) for channel, token in coords]
+                    lane_words.append({address(t, c) // 4 for t, c in coords})
+                for first_lane in range(0, 32, lanes_per_wavefront):
+                    banks = {}
+                    for words in lane_words[first_lane:first_lane + lanes_per_wavefront]:
+                        for word in words:
+                            banks.setdefault(word % 32, set()).add(word)
+                    total += max(len(w) for w in banks.values())
+                    ideal += 1
+        result[access] = round(total / ideal, 2)
+    return result
+
+
+def compiled_resources(variant):
+    """Registers, spills, shared memory and shared-memory access widths of the variant compiled for sm_90."""
+    import sass_stats
+    started = time.perf_counter()
+    kernel = compile_for_sm90(variant)
+    seconds = time.perf_counter() - started
+    registers, stack, shared, sass = sass_stats.resources(kernel)
+    spill_instructions = len(re.findall(r"\b(?:LDL|STL)\b", sass))
+    ptx = kernel.asm["ptx"]
+    shared_accesses = {}
+    for m in re.finditer(r"\b(?:ld|st)\.shared(?:\.v\d)?\.b\d+", ptx):
+        shared_accesses[m.group(0)] = shared_accesses.get(m.group(0), 0) + 1
+    return {"variant": variant.name, **variant._asdict(), "compile_s": round(seconds, 2),
+            "registers": registers, "stack_bytes": stack, "spill_instructions": spill_instructions,
+            "shared_bytes": shared, "programs_per_sm": programs_per_sm(shared, registers, variant.num_warps),
+            "barriers": len(re.findall(r"\bbar\.sync\b|\bbarrier\.sync\b", ptx)),
+            "shared_accesses": shared_accesses, "modeled_wavefronts": modeled_wavefronts(variant)}
+
+
+def compile_only(variants, json_path):
+    """--compile-only: every variant for sm_90 on the CPU; exit status 1 if one fails to compile or spills."""
+    rows, failed = [], []
+    for variant in variants:
+        try:
+            rows.append(compiled_resources(variant))
+        except Exception as exc:
+            failed.append({"variant": variant.name, "error": f"{type(exc).__name__}: {harness.one_line(str(exc), 600)}"})
+    print(f"{'variant':22} {'regs':>4} {'stack':>5} {'spill ins':>9} {'smem B':>7} {'prog/SM (smem, regs, thr)':>26} "
+          f"{'bar':>3}  wavefronts/ideal (write, read)  shared accesses")
+    for r in rows:
+        p = r["programs_per_sm"]
+        w = r["modeled_wavefronts"]
+        accesses = ", ".join(f"{k} x{n}" for k, n in sorted(r["shared_accesses"].items()))
+        print(f"{r['variant']:22} {r['registers']:>4} {r['stack_bytes']:>5} {r['spill_instructions']:>9} "
+              f"{r['shared_bytes']:>7} {p['programs']:>8} ({p['shared']:>2}, {p['registers']:>2}, {p['threads']:>2})       "
+              f"{r['barriers']:>3}  {w['write']:>5} {w['read']:>5}                    {accesses}")
+    for f in failed:
+        print(f"{f['variant']}: FAILED to compile: {f['error']}")
+    spilled = [r["variant"] for r in rows if r["stack_bytes"] or r["spill_instructions"]]
+    if spilled:
+        print("spills:", ", ".join(spilled))
+    if json_path:
+        Path(json_path).write_text(json.dumps({"env": harness.environment("cpu"), "target": "cuda:90", "rows": rows,
+                                               "failed": failed}, indent=2))
+    return 1 if failed or spilled else 0
+
+
+# ---------------------------------------------------------------- on the GPU
+
+def check_variants(variants, shapes):
+    """{variant name: why it failed}: each variant run once per shape on poisoned outputs and compared
+    with expected_outputs, byte for byte (harness.differing_bytes), before anything is timed."""
+    import torch
+    failures = {}
+    for label, M, H in shapes:
+        x, grad_y = harness.make_inputs(M, H, 0, "randn", DEVICE)
+        expected = expected_outputs(x, grad_y)
+        for variant in variants:
+            if variant.name in failures:
+                continue
+            outs = harness.new_outputs(M, H, DEVICE)
+            try:
+                launch(variant, x, grad_y, outs)
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as exc:
+                failures[variant.name] = f"{label}: {type(exc).__name__}: {harness.one_line(str(exc))}"
+                continue
+            wrong = {name: harness.differing_bytes(a, e) for name, a, e in zip(harness.OUTPUT_NAMES, outs, expected)}
+            if any(wrong.values()):
+                failures[variant.name] = f"{label}: differing bytes {wrong}, unwritten {harness.unwritten(outs)}"
+        del x, grad_y, expected
+    return failures
+
+
+def stop_rule_verdict(floor_pct, shapes):
+    """(passes, why): STOP_RULE applied to one mover's % of copy per shape label."""
+    large = [label for label, M, _ in shapes if M in LARGE_TOKENS]
+    every = [label for label, _, _ in shapes]
+    min_large = min(floor_pct[label] for label in large) if large else None
+    min_every = min(floor_pct[label] for label in every)
+    if large and min_large >= 90.0:
+        return True, f">= 90% on the {len(large)} large shapes (min {min_large:.1f}%)"
+    if min_every >= 85.0:
+        return True, f">= 85% on every shape (min {min_every:.1f}%)"
+    return False, f"min {min_large:.1f}% on the large shapes, {min_every:.1f}% over all" if large else \
+        f"min {min_every:.1f}% over all"
+
+
+def time_all(variants, shapes, rounds):
+    """Median over `rounds` of cold-L2 do_bench microseconds per shape: the same-bytes copy, the tl
+    mover's full walk (tools/movers.py at the nvidia route's settings) and each variant."""
+    import statistics
+    import torch
+    import movers
+    import solution
+    from measure import do_bench, same_bytes_copy_us
+    properties = torch.cuda.get_device_properties(0)
+    cuda_arch = 10 * properties.major + properties.minor
+    copy_us, us, kernels = {}, {}, {}
+    for label, M, H in shapes:
+        x, grad_y = harness.make_inputs(M, H, 0, "randn", DEVICE)
+        outs = harness.new_outputs(M, H, DEVICE)
+        scratch = torch.empty(M * H, dtype=torch.bfloat16, device=DEVICE)
+        settings = movers.MoverSettings(*solution.launch_settings("nvidia", M, H, properties.multi_processor_count))
+        runs = {"tl-mover": lambda: movers.launch_mover(x, grad_y, outs, settings, scratch, cuda_arch, "full")}
+        for variant in variants:
+            runs[variant.name] = lambda v=variant: launch(v, x, grad_y, outs)
+        for name, run in runs.items():
+            kernels[name] = run()
+        samples = {name: [] for name in ["copy", *runs]}
+        for _ in range(rounds):
+            samples["copy"].append(same_bytes_copy_us(harness.min_bytes(M, H)))
+            for name, run in runs.items():
+                samples[name].append(do_bench(run))
+        copy_us[label] = statistics.median(samples.pop("copy"))
+        us[label] = {name: statistics.median(s) for name, s in samples.items()}
+        print(f"{label:>12} copy {copy_us[label]:7.1f} us  " +
+              " ".join(f"{name} {t:.1f}" for name, t in us[label].items()), flush=True)
+        del x, grad_y, outs, scratch
+    return copy_us, us, kernels
+
+
+def gpu_main(variants, shapes, rounds, json_path):
+    import torch
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        print("gluon_mover.py: no GPU here; --compile-only runs on the CPU", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    failures = check_variants(variants, shapes)
+    for name, why in failures.items():
+        print(f"FAILED {name}: {why} (not timed)")
+    passing = [v for v in variants if v.name not in failures]
+    print(f"bytes checked: {len(passing)}/{len(variants)} variants equal the stand-ins' torch formulas on "
+          f"{len(shapes)} shapes ({time.perf_counter() - started:.0f} s)", flush=True)
+    copy_us, us, kernels = time_all(passing, shapes, rounds)
+    names = ["tl-mover"] + [v.name for v in passing]
+    pct = {name: {label: 100.0 * copy_us[label] / us[label][name] for label in copy_us} for name in names}
+
+    print(f"\n{measure_settings()}; % = copy us / mover us. Columns:")
+    for i, name in enumerate(names):
+        k = kernels[name]
+        which = " (the last shape's launch: its settings vary by shape)" if name == "tl-mover" else ""
+        print(f"  [{i}] {name}: regs {k.n_regs}, spills {k.n_spills}, shared {k.metadata.shared} B{which}")
+    print(f"{'shape':>12} {'copy us':>8} " + " ".join(f"{f'[{i}] us':>9} {'%':>5}" for i in range(len(names))))
+    for label in copy_us:
+        print(f"{label:>12} {copy_us[label]:8.1f} " +
+              " ".join(f"{us[label][name]:9.1f} {pct[name][label]:5.1f}" for name in names))
+    print(f"\nstop rule: {STOP_RULE}")
+    verdicts = {}
+    for name in names:
+        passes, why = stop_rule_verdict(pct[name], shapes)
+        verdicts[name] = {"passes": passes, "why": why}
+        print(f"  {name:24} {'PASSES' if passes else 'fails '}  {why}")
+    winners = [n for n in names if n != "tl-mover" and verdicts[n]["passes"]]
+    print("verdict:", f"GO, met by {', '.join(winners)}" if winners else
+          "STOP, no Gluon variant meets the rule", f"({time.perf_counter() - started:.0f} s)")
+    if json_path:
+        Path(json_path).write_text(json.dumps({
+            "env": harness.environment(DEVICE), "timing": measure_settings(record=True), "stop_rule": STOP_RULE,
+            "stand_ins": STAND_INS, "failures": failures,
+            "kernels": {n: {"regs": kernels[n].n_regs, "spills": kernels[n].n_spills,
+                            "shared": kernels[n].metadata.shared} for n in names},
+            "variants": {v.name: v._asdict() for v in variants},
+            "copy_us": copy_us, "us": us, "floor_pct": pct, "verdicts": verdicts, "go": bool(winners)}, indent=2))
+    return 1 if failures else 0
+
+
+def measure_settings(record=False):
+    import measure
+    return measure.settings_record() if record else measure.settings_text()
+
+
+def main():
+    parser = harness.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compile-only", action="store_true", help="compile every variant for sm_90 on the CPU "
+                        "and print registers, spills, shared memory and programs per SM")
+    parser.add_argument("--variants", nargs="*", choices=[v.name for v in VARIANTS], help="default: all")
+    parser.add_argument("--shapes", nargs="*", type=harness.shape_group, default=["benchmark"])
+    parser.add_argument("--rounds", type=harness.at_least_one("rounds"), default=1,
+                        help="time each kernel this many times per shape, the median kept")
+    parser.add_argument("--json", type=harness.json_destination)
+    args = parser.parse_args()
+    if GLUON_MISSING:
+        print(f"gluon_mover.py: {GLUON_MISSING}", file=sys.stderr)
+        return 2
+    variants = [v for v in VARIANTS if not args.variants or v.name in args.variants]
+    if args.compile_only:
+        return compile_only(variants, args.json)
+    return gpu_main(variants, harness.expand_shape_args(args.shapes, ["benchmark"]), args.rounds, args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
