@@ -44,14 +44,18 @@ exists; tl.exp on Ascend and under the interpreter, where libdevice is missing).
 
 Backends and routes. BACKENDS is the one table of what is known of each judge
 backend: how it is recognised (torch device type, Triton target, device name),
-its route, warp size, thread and grid limits, the compile options it accepts.
-A route picks the kernel's constexprs (ROUTE_FEATURES); a backend its launch:
+its ladder of routes, warp size, thread and grid limits, the compile options it
+accepts. A route picks the kernel's constexprs (ROUTE_FEATURES); a backend its launch:
   * nvidia:  native arithmetic, inline PTX where the arch has the instruction,
              the table gathered through shared memory, maxnreg;
   * amd:     native arithmetic, no inline asm, no NVIDIA-only options;
   * generic: IEEE arithmetic, core tl and libdevice's exp;
   * ascend:  IEEE arithmetic, tl.exp, y transposed in registers so that every
-             store's last dimension is contiguous, a 1-D grid.
+             store's last dimension is contiguous, a 1-D grid, 16-token slices;
+  * plain:   the last rung, two kernels of loads, stores, IEEE arithmetic and
+             reductions (x read twice; no scratch, gather, asm or barrier).
+A route whose kernels do not compile on a device is left for the next rung of
+its backend's ladder, once per device and shape, with a warning (launch).
 Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
