@@ -91,6 +91,13 @@ class Variant(NamedTuple):
 VARIANTS = ([Variant(y, s, 8) for y, s in [("bf16", "padded"), ("bf16", "swizzled"), ("bf16", "xor"),
                                            ("int8", "padded"), ("int8", "padded-rows"), ("int8", "xor")]]
             + [Variant(y, s, 4) for y, s in [("bf16", "padded"), ("bf16", "xor"), ("int8", "padded"), ("int8", "xor")]])
+# The [128][132] int8 tile faults on the GPU ("misaligned address",
+# results/design/gluon-mover1-h100-2026-11-23-int8-padded-rows-w8-misaligned.txt): Triton 3.6 stores a
+# thread's 8 int8 channels of a slice row with one st.shared.v2.b32 (8 bytes) although the 4 bytes of
+# padding after every 128-byte row put odd rows at addresses = 4 (mod 8): the PTX has
+# `st.shared.v2.b32 [%r+132]`. Selectable with --variants, left out of the default GPU run.
+NOT_BY_DEFAULT = {"int8-padded-rows-w8"}
+DEFAULT_VARIANTS = [v for v in VARIANTS if v.name not in NOT_BY_DEFAULT]
 
 
 # ---------------------------------------------------------------- layouts
@@ -517,7 +524,9 @@ def main():
     parser = harness.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile-only", action="store_true", help="compile every variant for sm_90 on the CPU "
                         "and print registers, spills, shared memory and programs per SM")
-    parser.add_argument("--variants", nargs="*", choices=[v.name for v in VARIANTS], help="default: all")
+    parser.add_argument("--variants", nargs="*", choices=[v.name for v in VARIANTS],
+                        help=f"default: all, but on the GPU all except {', '.join(sorted(NOT_BY_DEFAULT))} "
+                        "(see NOT_BY_DEFAULT)")
     parser.add_argument("--shapes", nargs="*", type=harness.shape_group, default=["benchmark"])
     parser.add_argument("--rounds", type=harness.at_least_one("rounds"), default=1,
                         help="time each kernel this many times per shape, the median kept")
@@ -526,7 +535,10 @@ def main():
     if GLUON_MISSING:
         print(f"gluon_mover.py: {GLUON_MISSING}", file=sys.stderr)
         return 2
-    variants = [v for v in VARIANTS if not args.variants or v.name in args.variants]
+    if args.variants:
+        variants = [v for v in VARIANTS if v.name in args.variants]
+    else:  # every variant compiles; one faults on the GPU (NOT_BY_DEFAULT)
+        variants = VARIANTS if args.compile_only else DEFAULT_VARIANTS
     if args.compile_only:
         return compile_only(variants, args.json)
     return gpu_main(variants, harness.expand_shape_args(args.shapes, ["benchmark"]), args.rounds, args.json)
