@@ -116,8 +116,13 @@ def test_a_persistent_variant_launches_one_wave(monkeypatch):
     import torch
     monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
     import gluon_mover
-    compiled = types.SimpleNamespace(n_regs=73, metadata=types.SimpleNamespace(shared=69632))
-    fake_kernel = types.SimpleNamespace(warmup=lambda *args, **kwargs: compiled)
+    class Compiled:  # as Triton's CompiledKernel: n_regs appears when the binary is loaded
+        metadata = types.SimpleNamespace(shared=69632)
+
+        def _init_handles(self):
+            self.n_regs = 73
+
+    fake_kernel = types.SimpleNamespace(warmup=lambda *args, **kwargs: Compiled())
     monkeypatch.setattr(gluon_mover, "_gluon_mover_pipelined_kernel", fake_kernel)
     monkeypatch.setattr(gluon_mover, "_PROGRAMS_PER_SM", {})
     monkeypatch.setattr(gluon_mover, "_SM_COUNT", {})
@@ -128,11 +133,56 @@ def test_a_persistent_variant_launches_one_wave(monkeypatch):
     assert gluon_mover.persistent_grid(variant, (), 160, "cuda") == 160
 
 
-@pytest.mark.parametrize("broken", [None, "bf16-xor-w8"])
+def test_preflight_finds_the_variants_that_fault_or_hang_in_child_processes(monkeypatch):
+    """The second round's kernels first run in child processes: if the child running them all dies, times
+    out or sees an exception, each runs alone; those that fault, hang or raise alone are reported, wrong
+    bytes are left to the main check, and the rest are fine."""
+    import subprocess
+    import types
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    import gluon_mover
+    names = ["bf16-xor-w8-regs", "bf16-xor-w8-ring2", "bf16-xor-w8-persist-tma3", "bf16-xor-w8-persist-ring3"]
+    variants = [v for v in gluon_mover.VARIANTS if v.name in names]
+    children = []
+
+    def run(command, **kwargs):
+        ran = command[command.index("--variants") + 1:command.index("--shapes")]
+        assert command[command.index("--shapes") + 1:] == ["8x128x2560", "8192x4096"]
+        children.append(ran)
+        if len(ran) > 1:  # every variant in one child: it dies of the fault
+            return types.SimpleNamespace(returncode=1, stdout="", stderr="torch.AcceleratorError: CUDA error: "
+                                         "an illegal memory access was encountered")
+        if ran == ["bf16-xor-w8-persist-tma3"]:
+            raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+        failures = {"bf16-xor-w8-ring2": "1024x2560: RuntimeError: Triton Error [CUDA]: misaligned address",
+                    "bf16-xor-w8-regs": "1024x2560: differing bytes {...}"}
+        mine = {n: why for n, why in failures.items() if n in ran}
+        return types.SimpleNamespace(returncode=0, stdout="compiling\n" + gluon_mover.PREFLIGHT_MARK
+                                     + json.dumps(mine) + "\n", stderr="")
+
+    monkeypatch.setattr(gluon_mover, "DEVICE", "cuda")
+    monkeypatch.setattr(gluon_mover.subprocess, "run", run)
+    shapes = harness.expand_shape_args(["8x128x2560", "8192x4096"], [])
+    isolated = gluon_mover.preflight(variants, shapes)
+    assert sorted(isolated) == ["bf16-xor-w8-persist-tma3", "bf16-xor-w8-ring2"]
+    assert "misaligned" in isolated["bf16-xor-w8-ring2"] and "hang" in isolated["bf16-xor-w8-persist-tma3"]
+    assert children[0] == [v.name for v in variants] and sorted(map(tuple, children[1:])) == sorted((n,) for n in names)
+
+    children.clear()
+    monkeypatch.setattr(gluon_mover.subprocess, "run", lambda command, **kwargs: types.SimpleNamespace(
+        returncode=0, stdout=gluon_mover.PREFLIGHT_MARK + "{}\n", stderr=""))
+    assert gluon_mover.preflight(variants, shapes) == {}
+
+
+HUNG = "bf16-xor-w8-persist-ring3-c16"
+
+
+@pytest.mark.parametrize("broken", [None, "bf16-xor-w8", HUNG])
 def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch, tmp_path, broken):
     """The GPU mode's bookkeeping, run on the CPU with stand-in kernels that write the expected bytes
-    (one of them with a byte wrong): a wrong variant is reported, never timed, and the exit status is 1;
-    the stop rule's verdict follows the times."""
+    (one of them with a byte wrong, or one that the preflight saw hang): a wrong variant is reported,
+    never timed, and the exit status is 1; one that hung is never launched here; the stop rule's verdict
+    follows the times."""
     import types
 
     import torch
@@ -146,6 +196,7 @@ def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch,
     def launch(variant, x, grad_y, outs):
         for out, want in zip(outs, gluon_mover.expected_outputs(x, grad_y)):
             out.copy_(want)
+        assert variant.name != HUNG or broken != HUNG
         if variant.name == broken:
             outs[2].view(-1)[-1] += 1  # one byte of y_q_t
         launched.append(variant.name)
@@ -165,6 +216,8 @@ def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch,
 
     monkeypatch.setattr(gluon_mover, "DEVICE", "cpu")
     monkeypatch.setattr(gluon_mover, "launch", launch)
+    monkeypatch.setattr(gluon_mover, "preflight", lambda vs, shapes: {HUNG: "no result after 240 s in a child process"}
+                        if broken == HUNG and HUNG in [v.name for v in vs] else {})
     monkeypatch.setattr(movers, "launch_mover", tl_mover)
     monkeypatch.setattr(measure, "do_bench", do_bench)
     monkeypatch.setattr(measure, "same_bytes_copy_us", lambda n_bytes: 90.0)
@@ -179,7 +232,8 @@ def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch,
     assert status == (1 if broken else 0)
     assert list(result["failures"]) == ([broken] if broken else [])
     if broken:
-        assert "y_q_t" in result["failures"][broken] and broken not in timed
+        assert ("child process" if broken == HUNG else "y_q_t") in result["failures"][broken]
+        assert broken not in timed
     assert sorted(set(timed)) == sorted({"tl-mover", *(v.name for v in variants)} - {broken})
     assert result["verdicts"]["bf16-padded-w8"]["passes"] and not result["verdicts"]["tl-mover"]["passes"]
     assert result["go"] and result["floor_pct"]["bf16-padded-w8"]["4096x128"] == pytest.approx(100 * 90 / 95)
