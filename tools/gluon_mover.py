@@ -731,7 +731,8 @@ def check_variants(variants, shapes):
 # process's CUDA context (every later launch fails, as the misaligned int8 tile did) and one that hangs
 # (an mbarrier phase never completed) stops the run. So they run first in child processes, on the run's
 # shapes, under a time limit.
-PREFLIGHT_TIMEOUT_S = 240
+PREFLIGHT_TIMEOUT_S = 180  # all of them in one child: about a minute on the H100 machine, compiling included
+PREFLIGHT_ALONE_TIMEOUT_S = 60  # one alone, compiled already
 PREFLIGHT_MARK = "PREFLIGHT "
 
 
@@ -743,14 +744,14 @@ def preflight_child(variants, shapes):
     return 0
 
 
-def _run_preflight_child(names, shapes):
+def _run_preflight_child(names, shapes, timeout_s):
     """(failures, None), or (None, why) where the child crashed or ran out of time."""
     command = [sys.executable, str(Path(__file__).resolve()), "--preflight", "--variants", *names,
                "--shapes", *[label for label, _, _ in shapes]]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return None, f"no result after {PREFLIGHT_TIMEOUT_S} s in a child process (a hang?)"
+        return None, f"no result after {timeout_s} s in a child process (a hang?)"
     marked = [line for line in proc.stdout.splitlines() if line.startswith(PREFLIGHT_MARK)]
     if not marked:
         return None, (f"its child process died (exit status {proc.returncode}): "
@@ -765,12 +766,12 @@ def preflight(variants, shapes):
     Wrong bytes are left to the main check. Nothing to do off the GPU (the tests' stand-in kernels)."""
     if not variants or DEVICE != "cuda":
         return {}
-    failures, why = _run_preflight_child([v.name for v in variants], shapes)
+    failures, why = _run_preflight_child([v.name for v in variants], shapes, PREFLIGHT_TIMEOUT_S)
     if why is None and all("differing bytes" in f for f in failures.values()):
         return {}
     isolated = {}
     for variant in variants:
-        failures, why = _run_preflight_child([variant.name], shapes)
+        failures, why = _run_preflight_child([variant.name], shapes, PREFLIGHT_ALONE_TIMEOUT_S)
         if why is not None:
             isolated[variant.name] = why
         elif variant.name in failures and "differing bytes" not in failures[variant.name]:
