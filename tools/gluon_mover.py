@@ -21,7 +21,8 @@ Second round (Variant.pipeline, _gluon_mover_pipelined_kernel): the same traffic
 flight: the next slice's loads issued into registers before this slice's stores ("regs"), or the next
 slices copied into a small shared ring with cp.async ("ringN") or TMA ("tmaN"); "persist" variants run
 one wave of programs that walk several tiles each, the next tile's first slices loading during this
-tile's y phase; "-c16" variants cut 16-token slices.
+tile's y phase; "-c16" variants cut 16-token slices. Before the GPU run checks and times them in-process,
+they run once in a child process (preflight), so that one that faults or hangs is reported, not fatal.
 
 Usage:
     python tools/gluon_mover.py --compile-only [--json PATH]   # CPU: compile for sm_90, print resources
