@@ -453,7 +453,7 @@ def main(argv=None, solution_path=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", help=f"comma-separated targets, each {TARGET_FORM}")
     parser.add_argument("--solution", default=solution_path or str(ROOT / "solution.py"))
-    parser.add_argument("--json", help="write the matrix here")
+    parser.add_argument("--json", type=json_argument, help="write the matrix here")
     parser.add_argument("--timeout", type=float, default=COMPILE_TIMEOUT_S, help="seconds a compile may take")
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -483,17 +483,28 @@ def report(solution_path, targets, json_path=None, timeout=COMPILE_TIMEOUT_S):
     env = environment()
     print(f"compile matrix: {solution_path} on Triton {env['triton']} (each compile in its own process)")
     rows, shape_count = run_matrix(solution_path, targets, timeout=timeout)
+    counts = f"{sum(r['ok'] for r in rows)}/{len(rows)} compiles ok, {len(targets)} targets"
+    return finish(rows, format_table(rows, shape_count), counts, start, json_path,
+                  {"tool": "compile_matrix", "environment": env, "solution": str(solution_path),
+                   "shape_groups": SHAPE_GROUPS})
+
+
+def finish(rows, table, counts, start, json_path, record):
+    """The end of a compile report (this matrix's or the judge's): the table, the verdict line with its
+    counts and seconds, the --json record with the rows and the verdict. Returns the exit code."""
     passed = all(r["ok"] for r in rows)
     print()
-    print(format_table(rows, shape_count))
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(r['ok'] for r in rows)}/{len(rows)} compiles ok, "
-          f"{len(targets)} targets, {time.time() - start:.0f} s")
+    print(table)
+    print(f"\n{'PASSED' if passed else 'FAILED'}: {counts}, {time.time() - start:.0f} s")
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps({"tool": "compile_matrix", "environment": env,
-                                               "solution": str(solution_path), "shape_groups": SHAPE_GROUPS,
-                                               "rows": rows, "passed": passed}, indent=2))
+        Path(json_path).write_text(json.dumps({**record, "rows": rows, "passed": passed}, indent=2, default=str))
     return 0 if passed else 1
+
+
+def json_argument(text):
+    """harness's rule for a --json path (a file in a folder that exists), imported only where asked."""
+    import harness
+    return harness.json_destination(text)
 
 
 if __name__ == "__main__":

@@ -442,26 +442,20 @@ def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE
     except RuntimeError as exc:
         print(f"FAILED: {exc}")
         return 1
-    passed = all(r["ok"] for r in rows)
     backends = {JUDGE_ROWS[r["row"]].backend for r in rows}
     failed_backends = {JUDGE_ROWS[r["row"]].backend for r in rows if not r["ok"]}
-    print()
-    print(format_table(rows, shape_count))
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {len(backends) - len(failed_backends)}/{len(backends)} backends, "
-          f"{sum(r['ok'] for r in rows)}/{len(rows)} rows ok, {time.time() - start:.0f} s")
-    if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps({"tool": "judge_targets", "solution": str(solution_path),
-                                               "shape_groups": compile_matrix.SHAPE_GROUPS,
-                                               "judge_rows": [r._asdict() for r in JUDGE_ROWS],
-                                               "rows": rows, "passed": passed}, indent=2, default=str))
-    return 0 if passed else 1
+    counts = (f"{len(backends) - len(failed_backends)}/{len(backends)} backends, "
+              f"{sum(r['ok'] for r in rows)}/{len(rows)} rows ok")
+    return compile_matrix.finish(rows, format_table(rows, shape_count), counts, start, json_path,
+                                 {"tool": "judge_targets", "solution": str(solution_path),
+                                  "shape_groups": compile_matrix.SHAPE_GROUPS,
+                                  "judge_rows": [r._asdict() for r in JUDGE_ROWS]})
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--solution", default=str(ROOT / "solution.py"))
-    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--json", type=compile_matrix.json_argument, help="write the rows here")
     parser.add_argument("--jobs", type=int, default=2, help="compiles at a time (default 2)")
     parser.add_argument("--timeout", type=float, default=compile_matrix.COMPILE_TIMEOUT_S,
                         help="seconds a compile may take")
