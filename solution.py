@@ -850,15 +850,15 @@ class _Device:
             return
 
     def call_launches(self, M, H, index_64, settings, args):
-        """[(launch, the indices of its arguments in args, its compiled kernels by specialization)] of a
+        """[(launch, the indices of its arguments in args, the key of everything it compiles with)] of a
         call's kernels (settings: the route's own where None), found once per shape: the first rung of the
         ladder whose kernels all compile for these arguments."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
         while found is None:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
-                      {}) for launch in self._plan(M, H, index_64, settings).values()
-                     if launch.name != "sigmoid_table"]
+                      (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items())))
+                     for launch in self._plan(M, H, index_64, settings).values() if launch.name != "sigmoid_table"]
             for launch, indices, _ in found:
                 try:
                     _compile(launch, tuple(args[i] for i in indices))
@@ -891,6 +891,12 @@ def route_for(device):
     """The route the solution takes on a torch device (set up on first use, as a call would, so
     SILU_DOT_ROUTE must be set before)."""
     return _device(torch.empty(0, device=device)).route
+
+
+# Compiled kernels by everything Triton specializes this kernel on: device, constexprs and options, every
+# pointer's 16-byte alignment and the 16-divisibility of the strides it specializes on (M and H are
+# multiples of 128). Later calls launch them directly, skipping Triton's per-call argument binding.
+_compiled = {}
 
 
 def _specialization(tensors, strides, storage_below_2gb):
@@ -926,22 +932,21 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
-    # A launch's compiled kernel for this call's specialization is launched directly after its first call,
-    # skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments.
-    for planned, indices, compiled in device.call_launches(M, H, index_64, settings, args):
+    for planned, indices, compiled_with in device.call_launches(M, H, index_64, settings, args):
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
-        kernel = compiled.get(specialization)
+        key = (device, compiled_with, specialization)
+        kernel = _compiled.get(key)
         if kernel is not None:
             try:
                 kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
-                compiled[specialization] = None
+                _compiled[key] = None
         kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
-        if not _INTERPRET and specialization not in compiled:
+        if not _INTERPRET and key not in _compiled:
             # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
             kernel.constexpr_values = tuple(planned.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
-            compiled[specialization] = kernel
+            _compiled[key] = kernel
     return kernel
 
 
