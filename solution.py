@@ -655,10 +655,10 @@ def _probe_check(probe_ptr, program, local, table_ptr, CHECK: tl.constexpr, ROWS
         gate = _float(g << 16)
         up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
         gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
-        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, table_ptr, LUT_LO, LUT_N, ROWS * 128,
-                                                    NO_LIBDEVICE, SIGMOID_TABLE, False, CUDA_ARCH)
-        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, table_ptr, LUT_LO, LUT_N, ROWS * 128,
-                                                  NO_LIBDEVICE, False, True, 0)
+        # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
+        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False)
+        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, False, CUDA_ARCH)
+        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, 0)
         scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
         _record(probe_ptr, program, (native != ieee) | scales_differ[:, None], k, native, ieee)
 
@@ -670,12 +670,9 @@ def _probe_operand(h):
 
 
 @triton.jit
-def _probe_pipeline(gate, up, gy, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                    NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr,
-                    CUDA_ARCH: tl.constexpr):
+def _probe_pipeline(gate, up, gy, sig, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """What the main kernel computes per element and group, quantized along rows: the int8 of d_gate,
     d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
-    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH)
     y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
     y = y.to(tl.float32)
     s_gate = group_scale(group_absmax(d_gate, 1, IEEE_MATH))
@@ -714,7 +711,8 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
         subnormals otherwise, the bits differ.
       * pipeline: the kernel's per-element formulas, rounding, group max, scale and quantizer as the
         main kernel runs them, compiled with its options (a compiler that contracts or reorders inside a
-        bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates.
+        bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates;
+        both sides take the route's sigmoid, which the sigmoid check proves equal to the IEEE one.
     The route's constexprs pick its native side (IEEE_MATH is the route's and unused here: the IEEE side
     is always the twin)."""
     program = tl.program_id(0)
