@@ -122,12 +122,13 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr):
     subnormal results kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is
     inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
     may flush, so neither form lets a division make a subnormal: the IEEE form divides once
-    (reciprocal_keeping_subnormals), the native form divides not at all (reciprocal_fma)."""
+    (reciprocal_keeping_subnormals), the native form divides a normal number too and rounds a subnormal result with an fma
+    (reciprocal_native)."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
     if IEEE_MATH:
         return reciprocal_keeping_subnormals(d)
     else:
-        return reciprocal_fma(d)
+        return reciprocal_native(d)
 
 
 _SUBNORMAL_QUOTIENT_FROM = tl.constexpr(2.0**126)  # 1/d for d at or above this is subnormal (or 2**-126)
@@ -161,33 +162,18 @@ def reciprocal_keeping_subnormals(d):
 
 
 @triton.jit
-def _newton_reciprocal(x):
-    """1/x correctly rounded for a normal x whose reciprocal is normal, from fma and integer arithmetic
-    alone: a seed within 12% on the bits, three Newton steps (each squares the error: faithful after the
-    third), then the neighbour whose midpoint the exact remainder 1 - x*y says 1/x lies beyond. Proven
-    for every fp32 significand by tools/ftz_safe_sigmoid.py (--fma); scaling by powers of two carries it
-    to every exponent."""
-    y = (0x7EF311C3 - x.to(tl.int32, bitcast=True)).to(tl.float32, bitcast=True)  # 1/x within 12%
-    for _ in tl.static_range(3):
-        y = tl.fma(y, tl.fma(-x, y, 1.0), y)
-    r = tl.fma(-x, y, 1.0)  # exact for a faithful y
-    bits = y.to(tl.int32, bitcast=True)
-    up = (bits + 1).to(tl.float32, bitcast=True)
-    down = (bits - 1).to(tl.float32, bitcast=True)
-    y = tl.where(r > x * (up - y) * 0.5, up, y)
-    return tl.where(-r > x * (y - down) * 0.5, down, y)
-
-
-@triton.jit
-def reciprocal_fma(d):
-    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, with no division
+def reciprocal_native(d):
+    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
+    of normal numbers with a normal quotient (so a flushing division gives the same bits) and one fma
     (the native sigmoid's: the probe proves it on each device, over every bf16 gate). Where 1/d is
     subnormal (d in [2**126, 2**128)), 1/d = n * 2**-149 with n the integer nearest 2**149/d: x = d *
     2**-149 is exact and 1/x normal, so n is floor(1/x) or one more, and the sign of the exact remainder
-    1 - x * (floor + 1/2), which an fma's rounding keeps, picks it (0: a tie, n even)."""
+    1 - x * (floor + 1/2), which an fma's rounding keeps, picks it (0: a tie, n even). Cheaper than the
+    IEEE form's integer remainder; a reciprocal of fma alone (Newton from a seed on the bits) was
+    measured slower (PERF_NOTES.md, ninth round)."""
     subnormal = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
     x = tl.where(subnormal, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
-    y = _newton_reciprocal(tl.where(x <= _LARGEST_FINITE, x, 1.0))
+    y = tl.math.div_rn(1.0, tl.where(x <= _LARGEST_FINITE, x, 1.0))
     base = tl.where(subnormal, y, 0.0).to(tl.int32)
     above_half = tl.fma(-x, base.to(tl.float32) + 0.5, 1.0)
     n = tl.where((above_half > 0) | ((above_half == 0) & ((base & 1) == 1)), base + 1, base)
