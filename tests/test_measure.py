@@ -23,14 +23,14 @@ def _imported_modules(path):
 
 def test_no_tool_imports_bench():
     # Tools share timing through measure.py; importing bench.py would tie them to its command line.
-    tools = sorted((harness.ROOT / "tools").glob("*.py"))
+    tools = sorted((harness.ROOT / "tools").rglob("*.py"))
     assert tools
     importers = [p.name for p in tools if "bench" in _imported_modules(p)]
     assert importers == []
 
 
 def test_the_timing_tools_take_their_settings_from_measure():
-    for name in ("sweep.py", "movers.py", "l2_flush_probe.py", "phase_timeline.py"):
+    for name in ("research/sweep.py", "research/movers.py", "l2_flush_probe.py", "research/phase_timeline.py"):
         assert "measure" in _imported_modules(harness.ROOT / "tools" / name), name
     assert "measure" in _imported_modules(harness.ROOT / "bench.py")
 

@@ -4,7 +4,7 @@ For each variant (solution.LaunchSettings fields, launched through solution.laun
 against the reference (seed 0 of each --families family per shape), registers and spills, and per
 shape the cold-L2 median time and its % of the same-bytes copy timed the same way (measure.py), the
 floor under this timing. Per shape the copy is timed first, then the variants one after another.
-Usage: python tools/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
+Usage: python tools/research/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
                              [--families F ...] [--json PATH]
 """
 import argparse
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 from measure import do_bench, same_bytes_copy_us  # noqa: E402  (the same timing as bench.py)
 
