@@ -20,11 +20,6 @@ import harness  # noqa: E402
 from measure import do_bench, same_bytes_copy_us  # noqa: E402  (the same timing as bench.py)
 
 
-def load_module(path):
-    harness.load_solution(path, name="solution_for_sweep")
-    return sys.modules["solution_for_sweep"]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
@@ -34,7 +29,7 @@ def main():
     parser.add_argument("--families", nargs="+", default=["randn"])
     parser.add_argument("--json")
     args = parser.parse_args()
-    solution = load_module(args.solution)
+    solution = harness.load_solution(args.solution, name="solution_for_sweep")
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     spec = Path(args.variants_file).read_text() if args.variants_file else args.variants
     variants = ([solution.LaunchSettings(**v) for v in json.loads(spec)] if spec
