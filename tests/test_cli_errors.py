@@ -152,6 +152,7 @@ def test_failure_details_are_capped_per_check_and_kept_short(solution_file, tmp_
         "128x128 judge", "128x128 replay", "128x128 triton_only"}
     assert lines[judge + 4] == "    ... and 1 more (all in the --json report)"
     assert lines[judge + 5] == "    (fails on 1 more shapes too: 256x128)"
+    assert f"note: judge: {check.JUDGE_FAIL_MEANS} (README.md, Scoring)." in lines  # what the FAIL means
     assert len(proc.stdout) < 3000
 
 
