@@ -351,7 +351,7 @@ def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, l
                                                  script=__file__), "reading the solution's BACKENDS")
     missing = sorted(set(table) - set(JUDGE_CHIPS) - {"unknown"})
     if missing:
-        log(f"  note: BACKENDS has {', '.join(missing)}, which is no judge chip")
+        log(f"  note: no judge chip for BACKENDS' {', '.join(missing)}")
     rows, installs = [], {}
     for index, row in enumerate(judge_rows()):
         if chips and row.backend not in chips:
