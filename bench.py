@@ -1,7 +1,7 @@
 """Times a solution against the reference on the benchmark shapes (GPU only).
 
     python bench.py [--solution PATH] [--baseline PATH] [--shapes GROUP|MxH|ExTxH ...] [--repeat N]
-                    [--route ROUTE] [--json PATH]
+                    [--route ROUTE] [--baseline-route ROUTE] [--json PATH]
 
 Each time is triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") (measure.py
 holds the settings): warmup and rep are milliseconds, and do_bench clears L2 (writes a 256 MB
@@ -32,14 +32,18 @@ The last lines are the arithmetic-mean speedup (the leaderboard number) and the 
 with --baseline, also the solution's time over the baseline's: per round the geometric mean over
 shapes of solution us / baseline us (below 1: the solution is faster).
 
---route sets SILU_DOT_ROUTE, which the solution reads when it first sets up a device, to force its
-backend route; the route it took is printed (its route_for(device); "unknown" if it has none).
+--route forces one of the solution's ROUTES (default: SILU_DOT_ROUTE as set, else the solution's own
+choice), --baseline-route one of the baseline's (default: the baseline's own choice), so that a forced
+rung can be timed against the baseline's automatic route in one run. A solution reads SILU_DOT_ROUTE at
+its first call on a device: each solution makes its first calls with the variable set to its own route
+(unset for its own choice), and is timed on that route from then on. The route each took is printed (its
+route_for(device); "unknown" if it has none).
 The --json record holds every round's times as rounds[r][shape][series] in microseconds
 (series: reference, reference_gpu, copy, solution, baseline); rows hold the medians.
 
 Exit code: 0 when the solution passed the check on every shape, 1 when it failed one (or a solution
-file does not parse or import), 2 for a usage error or when there is no GPU; the arguments are
-checked first.
+file does not parse or import), 2 for a usage error or when there is no GPU; the arguments (the
+routes against the solutions' ROUTES included) are checked first.
 """
 import argparse
 import json
@@ -49,6 +53,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -70,18 +75,45 @@ def parse_args(argv=None):
                         "(default: benchmark)")
     parser.add_argument("--repeat", type=harness.at_least_one("rounds"), default=1, metavar="N",
                         help="time every shape N times, in interleaved rounds (default: 1)")
-    parser.add_argument("--route", choices=harness.ROUTES,
-                        help=f"force the solution's backend route (sets {harness.ROUTE_ENV}; default: the solution "
-                        "chooses)")
+    parser.add_argument("--route", metavar="ROUTE",
+                        help=f"force one of the solution's ROUTES (default: {harness.ROUTE_ENV} as set, else the "
+                        "solution chooses)")
+    parser.add_argument("--baseline-route", metavar="ROUTE",
+                        help="force one of the baseline's ROUTES (default: the baseline chooses)")
     parser.add_argument("--json", type=harness.json_destination, metavar="PATH",
                         help="write the record here (into a folder that exists)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.baseline_route and not args.baseline:
+        parser.error("argument --baseline-route: there is no --baseline to force it on")
+    return args
 
 
-def apply_route(route):
-    """Must run before the solution is loaded; None leaves the solution's choice (or the environment's) alone."""
-    if route is not None:
-        os.environ[harness.ROUTE_ENV] = route
+def load_solutions(args):
+    """{name: module} of the solution and the baseline, each parsed and loaded: SolutionError otherwise."""
+    paths = {"solution": args.solution, **({"baseline": args.baseline} if args.baseline else {})}
+    for path in paths.values():
+        harness.parse_solution(path)
+    return {name: harness.load_solution(path, name=f"{name}_for_bench") for name, path in paths.items()}
+
+
+def forced_routes(args, modules):
+    """{name: the route forced on it, or None for its own choice}: the solution's from --route or, without
+    it, the environment; the baseline's from --baseline-route. ValueError (one line) for a route that is
+    not among that solution's ROUTES."""
+    asked = {"solution": (args.route, "argument --route"),
+             "baseline": (args.baseline_route, "argument --baseline-route")}
+    if not args.route and os.environ.get(harness.ROUTE_ENV):
+        asked["solution"] = (os.environ[harness.ROUTE_ENV], harness.ROUTE_ENV)
+    forced = {}
+    for name, module in modules.items():
+        route, source = asked[name]
+        if route:
+            try:
+                harness.check_route(module, route)
+            except ValueError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+        forced[name] = route or None
+    return forced
 
 
 def error(message, exit_code):
@@ -134,7 +166,7 @@ def over_rounds(rounds, per_round, *args):
     return {"per_round": values, **spread(values)}
 
 
-def summarize(rounds, names):
+def means_over_rounds(rounds, names):
     summary = {"copy_speed_ceiling": over_rounds(rounds, mean_speedup, "copy")}
     for name in names:
         summary[name] = {"arithmetic_mean_speedup": over_rounds(rounds, mean_speedup, name),
@@ -280,52 +312,36 @@ def time_shape(M, H, reference, solutions):
     return times, checks, kernels
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    paths = {"solution": args.solution}
-    if args.baseline:
-        paths["baseline"] = args.baseline
-    try:
-        for path in paths.values():
-            harness.parse_solution(path)
-    except harness.SolutionError as exc:
-        return error(exc, 1)
-    if not torch.cuda.is_available():
-        return error("timing needs a CUDA GPU and none was found; use check.py for correctness on the CPU", 2)
-
-    apply_route(args.route)
-    env = harness.environment("cuda")
-    shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
-    solutions, modules = {}, {}
-    try:
-        for name, path in paths.items():
-            modules[name], solutions[name] = harness.import_solution(path, name=f"{name}_for_bench")
-    except harness.SolutionError as exc:
-        return error(exc, 1)
-    names = list(solutions)
-    reference = harness.reference_fn()
-    print(header(env), flush=True)
-    copy_gbps = measure.copy_bandwidth_gbps()
-    smallest = min(shapes, key=lambda s: s[1] * s[2])
-    host_us = {name: host_us_per_call(fn, smallest[1], smallest[2]) for name, fn in solutions.items()}
-    print(f"copy bandwidth: {copy_gbps:.0f} GB/s (1 GiB device-to-device, read + write)")
-    print("host time per call: " + ", ".join(f"{n} {us:.1f} us" for n, us in host_us.items())
-          + f" (shape {smallest[0]})")
-    # After host_us_per_call, each solution has set up the device.
+def set_up(modules, forced, shape):
+    """Each solution's first calls on the GPU, on one shape, with ROUTE_ENV set to its own forced route (unset
+    for its own choice): {name: host us per call}, {name: the route it took}."""
     device = torch.device("cuda", torch.cuda.current_device())
-    routes = {name: harness.route_name(module, device) for name, module in modules.items()}
-    print(f"route: {routes['solution']}" + (f" (baseline: {routes['baseline']})" if "baseline" in routes else ""),
-          flush=True)
+    host_us, routes = {}, {}
+    for name, module in modules.items():
+        with harness.route_forced(forced[name]):
+            host_us[name] = host_us_per_call(module.silu_dot_fwd_bwd_quant_fuse, shape[1], shape[2])
+            routes[name] = harness.route_name(module, device)
+    return host_us, routes
 
-    n_rounds = args.repeat
+
+def route_line(routes, forced):
+    """'route: R' for the solution, then the baseline's, each marked where it was forced."""
+    taken = {name: route + (" (forced)" if forced[name] else "") for name, route in routes.items()}
+    return f"route: {taken['solution']}" + (f"; baseline: {taken['baseline']}" if "baseline" in taken else "")
+
+
+def time_rounds(shapes, reference, solutions, n_rounds, copy_gbps):
+    """Every shape timed in n_rounds rounds, one line a shape as it is timed; even rounds time the solutions
+    in reverse order. Returns (rounds, merged checks per shape, the reference's kernel counts seen)."""
+    names = list(solutions)
     print(f"\n{table_header(names)}")
     rounds, checks, kernel_counts = [], {}, set()
     for r in range(1, n_rounds + 1):
         if n_rounds > 1:
             print(f"round {r} of {n_rounds}", flush=True)
+        in_turn = solutions if r % 2 else dict(reversed(solutions.items()))
         round_times = {}
         for label, M, H in shapes:
-            in_turn = solutions if r % 2 else dict(reversed(solutions.items()))
             times, shape_checks, kernels = time_shape(M, H, reference, in_turn)
             round_times[label] = times
             merge_checks(checks.setdefault(label, {}), shape_checks)
@@ -338,22 +354,27 @@ def main(argv=None):
         counts = str(low) if low == high else f"{low}-{high}"
         print(f"ref gpu us: device time of the reference's {counts} kernels in one cold-L2 call (torch.profiler); "
               f"the rest of reference us is mostly the GPU waiting for the host to launch them")
+    return rounds, checks, kernel_counts
 
-    spreads = per_shape_spreads(rounds)
+
+def print_summary(shapes, rounds, checks, names):
+    """The per-shape spreads (over several rounds) and each solution's means. Returns (the means over rounds,
+    {name: its leaderboard and geometric means and the shapes it failed})."""
+    n_rounds = len(rounds)
     if n_rounds > 1:
+        spreads = per_shape_spreads(rounds)
         print(f"\nmedian (min-max) over {n_rounds} rounds\n{spread_header(names)}")
         for label, _, _ in shapes:
             print(spread_line(label, spreads[label], names))
-
-    stats = summarize(rounds, names)
+    stats = means_over_rounds(rounds, names)
     ceiling = stats["copy_speed_ceiling"]
     print(f"\ncopy-speed ceiling: {ceiling['median']:.2f}x "
           + parenthesis("arithmetic mean of reference us / copy us", rounds_note(ceiling, n_rounds)))
-    summary = {}
+    results = {}
     for name in names:
         failed = [label for label in checks if not checks[label][name]["passed"]]
         mean, geo = stats[name]["arithmetic_mean_speedup"], stats[name]["geometric_mean_speedup"]
-        summary[name] = {"arithmetic_mean_speedup": mean["median"], "geometric_mean_speedup": geo["median"],
+        results[name] = {"arithmetic_mean_speedup": mean["median"], "geometric_mean_speedup": geo["median"],
                          "failed_shapes": failed}
         note = f"  ({len(failed)} shapes FAIL the check: the judge would reject this)" if failed else ""
         geo_note = " " + parenthesis(rounds_note(geo, n_rounds)) if n_rounds > 1 else ""
@@ -366,18 +387,70 @@ def main(argv=None):
         print(f"solution time / baseline time: {ratio['median']:.3f} "
               + parenthesis("geometric mean over shapes", rounds_note(ratio, n_rounds, digits=3, unit=""))
               + "; below 1: the solution is faster")
+    return stats, results
 
+
+class Start(NamedTuple):
+    """What the run knows before its rounds: the environment, the shapes, the routes forced ({name: route or
+    None}) and taken, the copy bandwidth and each solution's host time per call."""
+    env: dict
+    shapes: list
+    forced: dict
+    routes: dict
+    copy_gbps: float
+    host_us: dict
+
+
+def start(args, modules, forced):
+    """Everything before the rounds: the header, the copy bandwidth, each solution's set-up under its route."""
+    env = harness.environment("cuda")
+    shapes = harness.expand_shape_args(args.shapes, ["benchmark"])
+    print(header(env), flush=True)
+    copy_gbps = measure.copy_bandwidth_gbps()
+    smallest = min(shapes, key=lambda s: s[1] * s[2])
+    host_us, routes = set_up(modules, forced, smallest)
+    print(f"copy bandwidth: {copy_gbps:.0f} GB/s (1 GiB device-to-device, read + write)")
+    print("host time per call: " + ", ".join(f"{n} {us:.1f} us" for n, us in host_us.items())
+          + f" (shape {smallest[0]})")
+    print(route_line(routes, forced), flush=True)
+    return Start(env, shapes, forced, routes, copy_gbps, host_us)
+
+
+def write_record(path, argv, begun, rounds, checks, kernel_counts, stats, results):
+    """The --json record: the run's settings and set-up, every round's times, the rows of medians, the means."""
+    names = list(results)
+    record = {"tool": "bench", "environment": begun.env, "command": "python bench.py " + " ".join(argv),
+              "do_bench": measure.settings_record(), "repeat": len(rounds),
+              "route": {name: {"requested": begun.forced[name] or "automatic", "taken": begun.routes[name]}
+                        for name in names},
+              "copy_gbps": begun.copy_gbps, "copy_speed_ceiling": stats["copy_speed_ceiling"]["median"],
+              "host_us_per_call": begun.host_us, "reference_kernels_per_call": sorted(kernel_counts),
+              "rows": record_rows(begun.shapes, per_shape_spreads(rounds), checks, names, begun.copy_gbps),
+              "rounds": rounds, "arithmetic_mean_speedup": results["solution"]["arithmetic_mean_speedup"],
+              "summary": results, "over_rounds": stats}
+    Path(path).write_text(json.dumps(record, indent=2))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    try:
+        modules = load_solutions(args)
+        forced = forced_routes(args, modules)
+    except harness.SolutionError as exc:
+        return error(exc, 1)
+    except ValueError as exc:
+        return error(exc, 2)
+    if not torch.cuda.is_available():
+        return error("timing needs a CUDA GPU and none was found; use check.py for correctness on the CPU", 2)
+    begun = start(args, modules, forced)
+    solutions = {name: module.silu_dot_fwd_bwd_quant_fuse for name, module in modules.items()}
+    rounds, checks, kernel_counts = time_rounds(begun.shapes, harness.reference_fn(), solutions, args.repeat,
+                                                begun.copy_gbps)
+    stats, results = print_summary(begun.shapes, rounds, checks, list(solutions))
     if args.json:
-        rows = record_rows(shapes, spreads, checks, names, copy_gbps)
-        record = {"tool": "bench", "environment": env, "command": "python bench.py " + " ".join(argv or sys.argv[1:]),
-                  "do_bench": measure.settings_record(), "repeat": n_rounds,
-                  "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), **routes},
-                  "copy_gbps": copy_gbps, "copy_speed_ceiling": ceiling["median"], "host_us_per_call": host_us,
-                  "reference_kernels_per_call": sorted(kernel_counts), "rows": rows, "rounds": rounds,
-                  "arithmetic_mean_speedup": summary["solution"]["arithmetic_mean_speedup"], "summary": summary,
-                  "over_rounds": stats}
-        Path(args.json).write_text(json.dumps(record, indent=2))
-    return 0 if not summary["solution"]["failed_shapes"] else 1
+        write_record(args.json, argv, begun, rounds, checks, kernel_counts, stats, results)
+    return 0 if not results["solution"]["failed_shapes"] else 1
 
 
 if __name__ == "__main__":

@@ -8,15 +8,15 @@
 
 With --targets, nothing runs: every kernel the solution's routes launch is compiled for each named
 target (backend:arch) instead, no GPU needed; see compile_matrix.py. --targets alone means
---targets judge: the judge's seven backends, each compiled with the Triton its compiler is built on and
-every launch checked against the backend's limits (judge:NAME,... for some); see judge_targets.py.
+--targets judge: the judge's chips, each compiled with the Triton its compiler is built on and every
+launch checked against the chip's limits (judge:NAME,... for some); see judge_targets.py.
 
 With no GPU, kernels run under the Triton interpreter on small shapes. There the reference's
 CPU sigmoid is not the GPU's, so differing bytes are reported but never fail: bit-exactness is a
 GPU property, checked with --strict on a GPU.
 
---route sets SILU_DOT_ROUTE before the solution is loaded, forcing its backend route; the route it
-takes is printed (its route_for(device), or "unknown" if it has none).
+--route must be one of the loaded solution's ROUTES; it sets SILU_DOT_ROUTE before the solution's first
+call, forcing that route; the route it takes is printed (its route_for(device), or "unknown" if it has none).
 
 Exit code: 0 when every check that counts passed, 1 when the solution fails (a check, or a file that
 does not parse or import), 2 for a usage error.
@@ -30,13 +30,14 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import compile_matrix  # imports no triton either: each compile runs in its own process
 import harness  # imports no triton: main() picks the device (and the interpreter) before anything does
+import judge_targets
 
 ALLOWED_IMPORTS = {"torch", "triton", "numpy"} | set(sys.stdlib_module_names)
 # Allocation and metadata: everything else PyTorch runs during the call is compute.
@@ -54,7 +55,6 @@ LAYOUTS = {
     "unaligned rows": dict.fromkeys(("x", "grad_y") + harness.OUTPUT_NAMES, 1),
 }
 INPUT_PADDING = 1e30  # what the input buffers' padding columns hold: a solution that reads them shows it
-JUDGE_TARGETS = "judge"  # what --targets alone means: the name of compile_matrix's list of the judge's targets
 DEFAULT_SHAPE_GROUPS = {"cuda": ["benchmark", "hidden_like"], "cpu": ["cpu_small"]}
 # Failure details as printed (the --json report keeps them all): the first few problems of a check, each
 # on a line of its own, cut to a width.
@@ -70,6 +70,11 @@ WITH_STRICT = "with --strict"
 WITH_STRICT_ON_A_GPU = "with --strict on a GPU"  # on the CPU the reference's sigmoid is not the GPU's
 
 
+# What a failed `judge` check tells (README, "Scoring": the real judge passed an entry that this check fails).
+JUDGE_FAIL_MEANS = ("a FAIL means the judge can fail the solution on some input, not that it will: every seed and "
+                    "family here is more inputs than one judge run")
+
+
 class Check(NamedTuple):
     name: str
     per_shape: bool  # run on every shape (over every seed and family); otherwise on the file's text
@@ -79,7 +84,8 @@ class Check(NamedTuple):
 
 CHECKS = (
     Check("judge", True, ALWAYS, "the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 "
-          "rtol 0.25, with a NaN equal to a NaN (the judge as written fails those; they are counted as NaN pairs)"),
+          "rtol 0.25, with a NaN equal to a NaN (the judge as written fails those; they are counted as NaN pairs); "
+          + JUDGE_FAIL_MEANS),
     Check("unwritten", True, ALWAYS, "outputs are poisoned (int8 -128, scales a NaN of one payload) before every "
           "call; none may survive"),
     Check("replay", True, ALWAYS, "a second call, new inputs in the same input and output buffers, matches its own "
@@ -135,7 +141,7 @@ def failed_checks(problems, strict, device):
     return [name for name, found in problems.items() if found and counts(name, strict, device)]
 
 
-def row_problems(row):
+def problems_by_check(row):
     """{name: [problem, ...]} of one shape's row."""
     return {name: result["problems"] for name, result in row["checks"].items()}
 
@@ -470,7 +476,7 @@ def run_shapes(fn, shapes, seeds, families, strict, device):
     rows, fused_launches = [], set()
     for label, M, H in shapes:
         row, fused = check_shape(fn, reference, label, M, H, seeds, families, device)
-        row["passed"] = not failed_checks(row_problems(row), strict, device)
+        row["passed"] = not failed_checks(problems_by_check(row), strict, device)
         rows.append(row)
         fused_launches |= fused
         print(f"  {label}: {'PASS' if row['passed'] else 'FAIL'} ({row['runs']} runs, "
@@ -503,7 +509,7 @@ def print_table(rows, strict, device):
     print(head)
     print("-" * len(head))
     for r in rows:
-        failed = failed_checks(row_problems(r), strict, device)
+        failed = failed_checks(problems_by_check(r), strict, device)
         print(f"{r['shape']:>14} {r['M']:>6} {r['H']:>5} {r['runs']:>4}  {'PASS' if not failed else 'FAIL':7} "
               f"{r['scale_mismatches']:>10} {r['dequant_mismatches']:>9} {r['max_scale_err']:>13.3g} "
               f"{r['max_dequant_err']:>11.3g} {r['differing_bytes']:>12} {r['scale_tol_used']:>14.3g} "
@@ -514,7 +520,7 @@ def print_failures(rows, strict, device, more_in_json):
     """Each failing check's problems on the first shape it fails, and the other shapes it fails on."""
     failing_shapes = {}
     for r in rows:
-        for name in failed_checks(row_problems(r), strict, device):
+        for name in failed_checks(problems_by_check(r), strict, device):
             failing_shapes.setdefault(name, []).append(r)
     for name, failing in failing_shapes.items():
         first = failing[0]
@@ -536,6 +542,8 @@ def report(args, env, device, route, static, rows, fused_launches):
 
     runs = sum(r["runs"] for r in rows)
     passed = runs > 0 and not failed_checks(static, args.strict, device) and all(r["passed"] for r in rows)
+    if any("judge" in failed_checks(problems_by_check(r), args.strict, device) for r in rows):
+        print(f"\nnote: judge: {JUDGE_FAIL_MEANS} (README.md, Scoring).")
     nan_pairs = sum(r["nan_pairs"] for r in rows)
     if nan_pairs:
         print(f"note: {nan_pairs} compared elements are NaN in both the solution and the reference "
@@ -572,22 +580,41 @@ def parse_args(argv=None):
                         help="input seeds per shape and family (default: 3)")
     parser.add_argument("--families", nargs="+", default=list(harness.FAMILIES), choices=harness.FAMILIES,
                         metavar="F", help=f"input families (default: all of {', '.join(harness.FAMILIES)})")
-    parser.add_argument("--route", choices=harness.ROUTES,
-                        help=f"force the solution's backend route (sets {harness.ROUTE_ENV}; default: the solution "
+    parser.add_argument("--route", metavar="ROUTE",
+                        help=f"force one of the solution's ROUTES (sets {harness.ROUTE_ENV}; default: the solution "
                         "chooses)")
     parser.add_argument("--strict", action="store_true", help="also require 0 differing bytes and clean numerics")
     parser.add_argument("--json", type=harness.json_destination, metavar="PATH",
                         help="write the full report here (into a folder that exists)")
-    parser.add_argument("--targets", nargs="?", const=JUDGE_TARGETS, metavar="LIST",
+    parser.add_argument("--targets", nargs="?", const=judge_targets.SELECTION, metavar="LIST",
                         help="compile matrix instead of a run: comma-separated targets, each "
-                        f"{compile_matrix.TARGET_FORM}; --targets alone means --targets {JUDGE_TARGETS}")
+                        f"{compile_matrix.TARGET_FORM}; --targets alone means --targets {judge_targets.SELECTION}")
     args = parser.parse_args(argv)
     if args.targets is not None:
         try:
-            args.targets = compile_matrix.parse_targets(args.targets)
+            args.targets = parse_targets(args.targets)
         except ValueError as exc:
             parser.error(f"argument --targets: {exc}")
     return args
+
+
+class JudgeSelection(NamedTuple):
+    """--targets judge[:NAME,...]: the judge's chips (judge_targets.py), all (None) or the named ones."""
+    chips: Optional[tuple]
+
+
+def parse_targets(text):
+    """A JudgeSelection for judge[:NAME,...], else compile_matrix's list of targets. ValueError otherwise."""
+    if judge_targets.is_selection(text):
+        return JudgeSelection(judge_targets.parse_selection(text))
+    return compile_matrix.parse_targets(text)
+
+
+def compile_report(solution, targets, json_path):
+    """The --targets run: the judge's chips or the compile matrix; its exit code."""
+    if isinstance(targets, JudgeSelection):
+        return judge_targets.report(solution, json_path, chips=targets.chips)
+    return compile_matrix.report(solution, targets, json_path)
 
 
 def solution_failed(error):
@@ -611,7 +638,7 @@ def main(argv=None):
     except harness.SolutionError as exc:
         return solution_failed(exc)
     if args.targets is not None:
-        return compile_matrix.report(args.solution, args.targets, args.json)
+        return compile_report(args.solution, args.targets, args.json)
 
     device = harness.use_interpreter_if_no_gpu()  # before anything imports triton
     problem = harness.interpreter_problem() if device == "cpu" else None
@@ -622,17 +649,23 @@ def main(argv=None):
     # family's NaN and inf make invalid operations on purpose: neither is an error of the solution.
     warnings.filterwarnings("ignore", message="overflow encountered in exp")
     warnings.filterwarnings("ignore", message="invalid value encountered")
-    if args.route:
-        os.environ[harness.ROUTE_ENV] = args.route  # before the solution is loaded
     env = harness.environment(device)
     print_header(env, device)
 
     static = static_checks(tree)
     print_static(static, args.strict, device)
     try:
-        module, fn = harness.import_solution(args.solution, name="solution_for_check")
+        module = harness.load_solution(args.solution, name="solution_for_check")
     except harness.SolutionError as exc:
         return solution_failed(exc)
+    if args.route:
+        try:
+            harness.check_route(module, args.route)
+        except ValueError as exc:
+            print(f"check.py: error: argument --route: {exc}", file=sys.stderr)
+            return 2
+        os.environ[harness.ROUTE_ENV] = args.route  # before the solution's first call: route_name's
+    fn = module.silu_dot_fwd_bwd_quant_fuse
     route = harness.route_name(module, device)
     print(f"route: {route}")
     shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])

@@ -3,12 +3,12 @@
     python compile_matrix.py --targets cuda:90,hip:gfx942 [--solution PATH] [--json PATH]
     (or python check.py --targets ..., which calls this)
 
---targets judge (what check.py's --targets alone means), or judge:NAME,... for some of them, is the
-judge's seven backends instead, each compiled with its own Triton: judge_targets.py.
+The judge's chips, each compiled with its own Triton (check.py --targets judge), are judge_targets.py,
+which builds on this module.
 
-For each target backend:arch the solution's backend is BACKENDS["nvidia"] on cuda, BACKENDS["amd"] on hip
-and BACKENDS["ascend"] on npu (warp size 32 on cuda; on hip 64, or 32 from gfx10 on, as Triton's
-HIPOptions sets it; on npu 0, as triton-ascend's driver reports), and every kernel of its
+For each target backend:arch the solution's backend is the entry of its BACKENDS that SOLUTION_BACKEND
+names for the target's backend, the warp size the one parse_target gives (as Triton's HIPOptions sets it
+on hip; on npu 0, as triton-ascend's driver reports), and every kernel of its
 launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is compiled, once per
 distinct launch (kernel, constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
@@ -41,7 +41,9 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple
+
+import harness  # imports no triton
 
 ROOT = Path(__file__).resolve().parent
 
@@ -61,7 +63,7 @@ TOOLCHAINS = {
     # The npubin stage's output is the HIVM IR itself, as the hivmc stand-in writes it (no binary).
     "npu": Toolchain("ascend", "npubin", "hivm", r"\bcall @store_ubuf_to_gm_\w+"),
 }
-BACKENDS = tuple(TOOLCHAINS)
+TARGET_BACKENDS = tuple(TOOLCHAINS)
 # The solution's backend (an entry of its BACKENDS table) that each Triton target backend compiles for.
 SOLUTION_BACKEND = {"cuda": "nvidia", "hip": "amd", "npu": "ascend"}
 SHAPE_GROUPS = ("benchmark", "hidden_like")
@@ -71,6 +73,13 @@ MULTIPROCESSORS = {("cuda", 80): 108, ("cuda", 90): 132, ("cuda", 100): 148, ("c
                    ("hip", "gfx90a"): 110, ("hip", "gfx942"): 304, ("hip", "gfx950"): 256,
                    ("hip", "gfx1100"): 96, ("npu", "Ascend910B3"): 40}
 DEFAULT_MULTIPROCESSORS = {"cuda": 132, "hip": 304, "npu": 40}
+
+
+def multiprocessors(backend, arch):
+    """The SM (CU, vector core) count launch_plan is told for a target: MULTIPROCESSORS' or the backend's
+    default."""
+    return MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
+
 # Constexprs that are the same in every launch the plans make, left out of a row's settings.
 HIDDEN_CONSTEXPRS = {"GROUP", "LUT_LO", "LUT_N", "BLOCK", "INDEX_64"}
 COMPILE_TIMEOUT_S = 300
@@ -84,8 +93,8 @@ def parse_target(text):
     """'cuda:90' -> ('cuda', 90, 32); 'hip:gfx942' -> ('hip', 'gfx942', 64); 'npu:Ascend910B3' ->
     ('npu', 'Ascend910B3', 0) (warp size 0, as triton-ascend's driver reports). ValueError otherwise."""
     backend, sep, arch = text.strip().partition(":")
-    if not sep or backend not in BACKENDS:
-        raise ValueError(f"bad target {text!r}: expected {TARGET_FORM}; backends: {', '.join(BACKENDS)}")
+    if not sep or backend not in TARGET_BACKENDS:
+        raise ValueError(f"bad target {text!r}: expected {TARGET_FORM}; backends: {', '.join(TARGET_BACKENDS)}")
     if backend == "cuda":
         if not arch.isdigit():
             raise ValueError(f"bad target {text!r}: a cuda arch is a compute capability like 80 or 90; "
@@ -103,19 +112,8 @@ def parse_target(text):
     return backend, arch, 32 if int(match.group(1)) >= 10 else 64
 
 
-class JudgeSelection(NamedTuple):
-    """--targets judge[:NAME,...]: the judge's backends (judge_targets.py), all (None) or the named ones."""
-    backends: Optional[tuple]
-
-
-JUDGE_TARGETS = "judge"
-
-
 def parse_targets(text):
-    """A list of (backend, arch, warp size), or for judge[:NAME,...] a JudgeSelection. ValueError otherwise."""
-    if text.strip().partition(":")[0] == JUDGE_TARGETS:
-        import judge_targets  # it imports this module: not at the top
-        return JudgeSelection(judge_targets.parse_selection(text.strip()))
+    """A list of (backend, arch, warp size). ValueError otherwise."""
     targets = [parse_target(t) for t in text.split(",") if t.strip()]
     if not targets:
         raise ValueError(f"no targets given: expected a comma-separated list of {TARGET_FORM}")
@@ -127,12 +125,6 @@ def target_label(backend, arch):
 
 
 # ---------------------------------------------------------------- plan (run in a clean process)
-
-def _load_solution(path):
-    sys.path.insert(0, str(ROOT))
-    import harness
-    return harness.load_solution_module(path, name="solution_under_compile")
-
 
 def settings_text(launch):
     options = {k: v for k, v in launch.options.items() if k not in ("enable_fp_fusion", "num_stages")}
@@ -156,12 +148,11 @@ def planned_launch(solution, job):
 def plan(solution_path, targets):
     """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
     shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
-    solution = _load_solution(solution_path)
-    import harness  # on the path now
+    solution = harness.load_solution(solution_path, name="solution_under_compile")
     shapes = [s for group in SHAPE_GROUPS for s in harness.load_shapes(group)]
     jobs = []
     for backend, arch, warp_size in targets:
-        sm_count = MULTIPROCESSORS.get((backend, arch), DEFAULT_MULTIPROCESSORS[backend])
+        sm_count = multiprocessors(backend, arch)
         solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
         seen, labels = {}, {}
         for route, (label, M, H) in ((r, s) for r in solution_backend.routes for s in shapes):
@@ -227,7 +218,7 @@ def compile_one(job, solution_path):
     and how many tt.gather and inline asm ops the TTIR holds. Raises on a failed compile."""
     import triton
     from triton.backends.compiler import GPUTarget
-    solution = _load_solution(solution_path)
+    solution = harness.load_solution(solution_path, name="solution_under_compile")
     launch = planned_launch(solution, job)
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
     no_binary = None
@@ -450,11 +441,13 @@ def environment():
 
 
 def main(argv=None, solution_path=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.ArgumentParser(prog="compile_matrix.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", help=f"comma-separated targets, each {TARGET_FORM}")
-    parser.add_argument("--solution", default=solution_path or str(ROOT / "solution.py"))
-    parser.add_argument("--json", type=json_argument, help="write the matrix here")
-    parser.add_argument("--timeout", type=float, default=COMPILE_TIMEOUT_S, help="seconds a compile may take")
+    parser.add_argument("--solution", type=harness.existing_file, default=solution_path or str(ROOT / "solution.py"))
+    parser.add_argument("--json", type=harness.json_destination, help="write the matrix here")
+    parser.add_argument("--timeout", type=harness.positive_seconds, default=COMPILE_TIMEOUT_S,
+                        help="seconds a compile may take")
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -474,11 +467,7 @@ def main(argv=None, solution_path=None):
 
 
 def report(solution_path, targets, json_path=None, timeout=COMPILE_TIMEOUT_S):
-    """Runs the matrix (or the judge's backends, for a JudgeSelection), prints it; 0 when every compile is
-    ok, 1 otherwise."""
-    if isinstance(targets, JudgeSelection):
-        import judge_targets
-        return judge_targets.report(solution_path, json_path, timeout=timeout, backends=targets.backends)
+    """Runs the matrix, prints it; 0 when every compile is ok, 1 otherwise."""
     start = time.time()
     env = environment()
     print(f"compile matrix: {solution_path} on Triton {env['triton']} (each compile in its own process)")
@@ -499,12 +488,6 @@ def finish(rows, table, counts, start, json_path, record):
     if json_path:
         Path(json_path).write_text(json.dumps({**record, "rows": rows, "passed": passed}, indent=2, default=str))
     return 0 if passed else 1
-
-
-def json_argument(text):
-    """harness's rule for a --json path (a file in a folder that exists), imported only where asked."""
-    import harness
-    return harness.json_destination(text)
 
 
 if __name__ == "__main__":

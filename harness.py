@@ -2,6 +2,7 @@
 the command line's argument types and one-line errors."""
 import argparse
 import ast
+import contextlib
 import datetime
 import importlib.util
 import json
@@ -27,9 +28,8 @@ POISON_Q = -128  # no int8 the quantizer can produce (it clamps to +-127; NaN co
 # NaN scales for groups holding a NaN, so "unwritten" means these bits, not any NaN.
 POISON_SCALE_BITS = 0x7FC0DEAD
 FAMILIES = ("randn", "zeros", "large", "tiny", "heavy", "specials")
-# The solution's backend routes and the variable that forces one (read when it first sets up a device).
+# The variable that forces one of a solution's routes (its ROUTES), read at its first call on a device.
 ROUTE_ENV = "SILU_DOT_ROUTE"
-ROUTES = ("nvidia", "amd", "generic", "ascend", "plain")
 
 
 def use_interpreter_if_no_gpu():
@@ -63,19 +63,6 @@ def interpreter_problem():
     return None
 
 
-def load_solution_module(path, name=None):
-    """Imports a solution file as a module (registered in sys.modules under name)."""
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise FileNotFoundError(f"no solution file at {path}")
-    name = name or f"solution_under_test_{abs(hash(str(path)))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 class SolutionError(Exception):
     """A solution file that cannot be run; its message is one line that names the file."""
 
@@ -90,28 +77,53 @@ def parse_solution(path):
         raise SolutionError(f"{path} cannot be parsed: {one_line(str(exc))}") from None
 
 
-def import_solution(path, name):
-    """(module, function) of a solution file, or SolutionError when importing it raises or it defines
-    no silu_dot_fwd_bwd_quant_fuse."""
+def load_solution(path, name=None):
+    """The one way the kit loads a solution file: imported as a module (registered in sys.modules under
+    name), which must define silu_dot_fwd_bwd_quant_fuse. SolutionError (one line, chained to the cause)
+    when the file is missing, importing it raises, or the function is not there."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise SolutionError(f"no solution file at {path}")
+    name = name or f"solution_under_test_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     try:
-        module = load_solution_module(path, name)
+        spec.loader.exec_module(module)
     except Exception as exc:
         raise SolutionError(f"importing {path} raised {type(exc).__name__}: {one_line(str(exc))}") from exc
+    if not callable(getattr(module, "silu_dot_fwd_bwd_quant_fuse", None)):
+        raise SolutionError(f"{path} defines no function silu_dot_fwd_bwd_quant_fuse")
+    return module
+
+
+def check_route(module, route):
+    """ValueError (one line) unless route is one of the solution module's ROUTES: the tools take the route
+    names from the solution they run, never from a list of their own."""
+    routes = getattr(module, "ROUTES", None)
+    if not isinstance(routes, (tuple, list)) or not routes:
+        raise ValueError(f"{module.__file__} has no ROUTES to force {route!r} from")
+    if route not in routes:
+        raise ValueError(f"{route!r} is not a route of {Path(module.__file__).name} (its ROUTES: "
+                         f"{', '.join(map(str, routes))})")
+
+
+@contextlib.contextmanager
+def route_forced(route):
+    """ROUTE_ENV set to route inside the block (None: unset, so the solution chooses), as it was after.
+    A solution reads it at its first call on a device, so that call belongs inside the block."""
+    before = os.environ.get(ROUTE_ENV)
+    if route is None:
+        os.environ.pop(ROUTE_ENV, None)
+    else:
+        os.environ[ROUTE_ENV] = route
     try:
-        return module, solution_function(module)
-    except AttributeError as exc:
-        raise SolutionError(str(exc)) from None
-
-
-def solution_function(module):
-    fn = getattr(module, "silu_dot_fwd_bwd_quant_fuse", None)
-    if not callable(fn):
-        raise AttributeError(f"{module.__file__} defines no function silu_dot_fwd_bwd_quant_fuse")
-    return fn
-
-
-def load_solution(path, name=None):
-    return solution_function(load_solution_module(path, name))
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ROUTE_ENV, None)
+        else:
+            os.environ[ROUTE_ENV] = before
 
 
 def route_name(module, device):
@@ -126,7 +138,7 @@ def route_name(module, device):
 
 
 def reference_fn():
-    return load_solution(ROOT / "reference.py", name="reference_for_harness")
+    return load_solution(ROOT / "reference.py", name="reference_for_harness").silu_dot_fwd_bwd_quant_fuse
 
 
 def min_bytes(M, H):
@@ -421,6 +433,17 @@ def at_least_one(what):
         return n
     whole_number.__name__ = f"number of {what}"
     return whole_number
+
+
+def positive_seconds(text):
+    """argparse type of a time limit: seconds, more than 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds, more than 0; got {text!r}")
+    return seconds
 
 
 def existing_file(text):

@@ -1,28 +1,21 @@
-"""The judge's seven backends on a CPU: each compiled with the Triton its compiler is built on, as far as a
-CPU can go, and every launch of the solution's plan checked against the backend's known limits.
+"""The judge's chips on a CPU: each compiled with the Triton its compiler is built on, as far as a CPU can
+go, and every launch of the solution's plan checked against the chip's known limits.
 
-    python check.py --targets judge[:BACKEND,...] [--solution PATH] [--json PATH]
-    python judge_targets.py [--backends NAME ...] [--solution PATH] [--json PATH] [--jobs N]
+    python check.py --targets judge[:CHIP,...] [--solution PATH] [--json PATH]
+    python judge_targets.py [--chips NAME ...] [--solution PATH] [--json PATH] [--jobs N]
 
-What each backend is (Triton base version, route, warp size, thread and grid limits, compile options) is
-the solution's own table, solution.BACKENDS. What this module knows is how far each one can be compiled
-here (JUDGE_ROWS):
+What each chip is (Triton base version, routes, warp size, thread and grid limits, compile options) is the
+solution's own table, solution.BACKENDS. What this module knows is how far each one can be compiled here:
+JUDGE_CHIPS, keyed by the names of BACKENDS, the one home of the judge rows (judge_rows):
 
-  backend        Triton (today's table)           compiled for
-  NVIDIA         3.6 and 3.5                      cuda:90
-  Hygon DCU      3.0                              hip:gfx90a, stand-in for gfx936 (not in upstream Triton)
-  Iluvatar       3.1                              hip:gfx90a, stand-in for a cuda fork with 64-wide warps
-  MetaX          3.1                              hip:gfx90a, stand-in for maca (64-wide warps)
-  T-Head         3.5                              cuda:80, stand-in for the PPU's cuda fork
-  Moore Threads  3.1                              cuda:80, stand-in for musa (32-wide warps)
-  Ascend         triton-ascend 3.2, ascendnpu-ir  npu:Ascend910B3 (hivmc, CANN's last step, is a stand-in)
-NVIDIA is compiled with both 3.6 (FlagGems' CI) and 3.5 (the competition's stated version); every other
-backend with its table entry's base version.
+<the chips, from JUDGE_CHIPS>
 
-Upstream Triton of the backend's base version compiles the backend's own route (launch_plan for that
-backend) for the stand-in target; a stand-in has the backend's warp size, so programs have the backend's
-thread count. It shows what that Triton's frontend and common passes accept and what the route's code
-lowers to on a real target of that Triton, not what the vendor's own lowering does.
+Upstream Triton of the chip's base version compiles the chip's own routes (launch_plan for that backend)
+for the stand-in target; a stand-in has the chip's warp size, so programs have the chip's thread count. It
+shows what that Triton's frontend and common passes accept and what the route's code lowers to on a real
+target of that Triton, not what the vendor's own lowering does. launch_plan is told the target's arch and
+SM count (compile_matrix.multiprocessors) where the target is the chip's own; on a stand-in, only an arch
+the entry names.
 
 Each row says how far it got, never more:
   compiled to binary                            cubin (NVIDIA; on a stand-in, the stand-in's binary)
@@ -34,7 +27,7 @@ Each row says how far it got, never more:
                                                 a shape launch_plan refused, a row the table contradicts)
 A row fails when its compile fails (compile_matrix's verdict: crash, error, lost stores; on Ascend also
 bishengir-compile's errors, "ub overflow" among them), when a launch breaks a limit, or when the compiled
-TTIR uses what the backend lacks (inline asm off the nvidia route; tl.gather where the table says none).
+TTIR has inline asm off the nvidia route.
 
 Each Triton lives in a venv of its own (python -m venv --system-site-packages: the system site-packages'
 torch is reused; pip install --no-deps: nothing else is pulled in), made once in $SILU_DOT_JUDGE_VENVS
@@ -55,24 +48,46 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 from typing import NamedTuple, Optional
 
 import compile_matrix
+import harness  # imports no triton
 
 ROOT = Path(__file__).resolve().parent
 VENVS = Path(os.environ.get("SILU_DOT_JUDGE_VENVS", Path.home() / ".cache" / "silu-dot-judge-venvs"))
 PIP_TIMEOUT_S = 900
 PLAN_TIMEOUT_S = 300
-# Vector cores of an Ascend910B3 (bishengir-compile's target spec: 20 AI cores of 2 vector cores each).
-ASCEND_910B3_VECTOR_CORES = 40
+# What --targets names the judge's chips by: "judge", or "judge:NAME,..." for some.
+SELECTION = "judge"
+
+
+class JudgeChip(NamedTuple):
+    """How one judge chip (an entry of the solution's BACKENDS, by its name) is compiled here: for `target`
+    (compile_matrix's backend:arch), which stands in for `stands_in_for` where given, else is the chip's own.
+    plan_arch: the real device's arch, told to launch_plan on a stand-in where known. tritons: the Triton
+    minors it is compiled with, each with why, where not only the backend's base version."""
+    label: str
+    target: str
+    stands_in_for: Optional[str] = None
+    plan_arch: object = None
+    tritons: tuple = ()
+
+
+JUDGE_CHIPS = {
+    "nvidia": JudgeChip("NVIDIA", "cuda:90", tritons=(("3.6", "FlagGems' CI runs Triton 3.6.0"),
+                                                      ("3.5", "the competition asks for Triton 3.5 compatibility"))),
+    "hygon": JudgeChip("Hygon DCU", "hip:gfx90a", "gfx936 (BW1000), which upstream Triton lacks", plan_arch="gfx936"),
+    "iluvatar": JudgeChip("Iluvatar (TianShu)", "hip:gfx90a", "Iluvatar CoreX's cuda fork (64-wide warps)"),
+    "metax": JudgeChip("MetaX", "hip:gfx90a", "maca (64-wide warps)"),
+    "thead": JudgeChip("T-Head PPU", "cuda:80", "the T-Head PPU's cuda fork (32-wide warps)"),
+    "mthreads": JudgeChip("Moore Threads", "cuda:80", "musa (32-wide warps)"),
+    "ascend": JudgeChip("Ascend", "npu:Ascend910B3"),
+}
 
 
 class JudgeRow(NamedTuple):
-    """One backend compiled one way: `target` (compile_matrix's backend:arch) with the Triton of the
-    backend's base version, or `triton` where given. `stands_in_for` names the backend's own target where
-    `target` only stands in for it. launch_plan is told `plan_arch` and `sm_count`: the real device's,
-    where known."""
+    """One chip compiled one way: `target` with the Triton of the backend's base version, or `triton` where
+    given (`why` says why). launch_plan is told `plan_arch` and `sm_count`: the real device's, where known."""
     backend: str
     label: str
     target: str
@@ -83,19 +98,30 @@ class JudgeRow(NamedTuple):
     why: str = ""
 
 
-JUDGE_ROWS = (
-    JudgeRow("nvidia", "NVIDIA", "cuda:90", triton="3.6", plan_arch=90, sm_count=132,
-             why="FlagGems' CI runs Triton 3.6.0"),
-    JudgeRow("nvidia", "NVIDIA", "cuda:90", triton="3.5", plan_arch=90, sm_count=132,
-             why="the competition asks for Triton 3.5 compatibility"),
-    JudgeRow("hygon", "Hygon DCU", "hip:gfx90a", "gfx936 (BW1000), which upstream Triton lacks",
-             plan_arch="gfx936"),
-    JudgeRow("iluvatar", "Iluvatar", "hip:gfx90a", "Iluvatar CoreX's cuda fork (64-wide warps)"),
-    JudgeRow("metax", "MetaX", "hip:gfx90a", "maca (64-wide warps)"),
-    JudgeRow("thead", "T-Head", "cuda:80", "the T-Head PPU's cuda fork (32-wide warps)"),
-    JudgeRow("mthreads", "Moore Threads", "cuda:80", "musa (32-wide warps)"),
-    JudgeRow("ascend", "Ascend", "npu:Ascend910B3", plan_arch="Ascend910B3", sm_count=ASCEND_910B3_VECTOR_CORES),
-)
+def judge_rows():
+    """The rows of JUDGE_CHIPS, in its order: one per chip and Triton it is compiled with."""
+    rows = []
+    for name, chip in JUDGE_CHIPS.items():
+        target_backend, arch, _ = compile_matrix.parse_target(chip.target)
+        own_target = chip.stands_in_for is None
+        plan_arch = arch if own_target else chip.plan_arch
+        sm_count = compile_matrix.multiprocessors(target_backend, arch) if own_target else None
+        for triton, why in chip.tritons or ((None, ""),):
+            rows.append(JudgeRow(name, chip.label, chip.target, chip.stands_in_for, triton, plan_arch, sm_count, why))
+    return tuple(rows)
+
+
+def describe_chips():
+    """JUDGE_CHIPS as the module docstring (and --help) lists them."""
+    lines = [f"  {'chip':<20} {'Triton':<30} compiled for"]
+    for chip in JUDGE_CHIPS.values():
+        tritons = " and ".join(version for version, _ in chip.tritons) or "its base version (BACKENDS)"
+        target = chip.target + (f", stand-in for {chip.stands_in_for}" if chip.stands_in_for else "")
+        lines.append(f"  {chip.label:<20} {tritons:<30} {target}")
+    return "\n".join(lines)
+
+
+__doc__ = __doc__.replace("<the chips, from JUDGE_CHIPS>", describe_chips())  # JUDGE_CHIPS is their one home
 LEVELS = ("compiled to binary", "compiled to the last stage before the binary", "limits checked only", "not checked")
 
 
@@ -125,19 +151,16 @@ def launch_problems(backend, launch):
     return problems
 
 
-def compiled_problems(backend, route, result):
-    """What a compile's TTIR uses that the backend lacks, on a route of its ladder: result is
+def compiled_problems(route, result):
+    """What a compile's TTIR uses that no judge chip is known to take, on a route: result is
     compile_matrix.compile_one's."""
-    problems = []
-    if not getattr(backend, "gather", True) and result.get("gathers"):  # where the table says
-        problems.append(f"{result['gathers']} tt.gather in TTIR, and {backend.name} has no tl.gather")
     if route != "nvidia" and result.get("inline_asm"):
-        problems.append(f"{result['inline_asm']} inline asm in TTIR, off the nvidia route (the only asm known "
-                        "to compile on a judge backend is NVIDIA's PTX)")
-    return problems
+        return [f"{result['inline_asm']} inline asm in TTIR, off the nvidia route (the only asm known to compile "
+                "on a judge chip is NVIDIA's PTX)"]
+    return []
 
 
-def summarize(problems_by_shape):
+def problem_lines(problems_by_shape):
     """[(shape label, problem)] -> one line per problem, with how many shapes and the first."""
     shapes = {}
     for label, problem in problems_by_shape:
@@ -223,7 +246,7 @@ def python_for(install, log=print):
 
 def backend_table(solution_path):
     """{name: Backend as a dict} from the solution's BACKENDS."""
-    solution = compile_matrix._load_solution(solution_path)
+    solution = harness.load_solution(solution_path, name="solution_under_compile")
     table = getattr(solution, "BACKENDS", None)
     if not isinstance(table, dict):
         raise RuntimeError(f"{solution_path} has no BACKENDS table (name -> Backend)")
@@ -233,7 +256,7 @@ def backend_table(solution_path):
 def plan_row(solution, row_index, shapes):
     """The distinct compiles of one judge row, each with the limit problems of every launch it stands for:
     (jobs, problems that belong to no compile: launch_plan refusing a shape)."""
-    row = JUDGE_ROWS[row_index]
+    row = judge_rows()[row_index]
     backend = solution.BACKENDS[row.backend]
     target_backend, arch, warp_size = compile_matrix.parse_target(row.target)
     # What the device's driver would report: 0 on Ascend (launch_plan then uses the table's warp size).
@@ -262,14 +285,13 @@ def plan_row(solution, row_index, shapes):
             job["launches_checked"] += 1
             job["limit_problems"] += [(label, p) for p in launch_problems(backend, launch)]
     for job in jobs.values():
-        job["limit_problems"] = summarize(job["limit_problems"])
+        job["limit_problems"] = problem_lines(job["limit_problems"])
         del job["labels"]
-    return list(jobs.values()), summarize(refused)
+    return list(jobs.values()), problem_lines(refused)
 
 
 def plan_rows(solution_path, row_indices):
-    solution = compile_matrix._load_solution(solution_path)
-    import harness  # on the path now
+    solution = harness.load_solution(solution_path, name="solution_under_compile")
     shapes = [s for group in compile_matrix.SHAPE_GROUPS for s in harness.load_shapes(group)]
     plans = {}
     for index in row_indices:
@@ -281,9 +303,9 @@ def plan_rows(solution_path, row_indices):
 
 # ---------------------------------------------------------------- the run (the parent process)
 
-def row_problems(row, backend):
-    """What is wrong with a judge row against the solution's table: these are the kit's mistakes, or
-    the table's, and fail the row before anything is compiled."""
+def contradictions(row, backend):
+    """Where a judge row contradicts the solution's table (backend: its entry as a dict, or None): the
+    kit's mistakes, or the table's, which fail the row before anything is compiled."""
     if backend is None:
         return [f"the solution's BACKENDS has no {row.backend!r}"]
     target_backend, _, warp_size = compile_matrix.parse_target(row.target)
@@ -302,35 +324,39 @@ def _read_json(proc, what):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+def is_selection(text):
+    """Whether a --targets text names the judge's chips (SELECTION, alone or with names)."""
+    return text.strip().partition(":")[0] == SELECTION
+
+
 def parse_selection(text):
-    """'judge' -> None (every backend); 'judge:ascend,metax' -> ('ascend', 'metax'). ValueError otherwise."""
-    head, sep, names = text.partition(":")
-    if head != "judge":
+    """'judge' -> None (every chip); 'judge:ascend,metax' -> ('ascend', 'metax'). ValueError otherwise."""
+    head, sep, names = text.strip().partition(":")
+    if head != SELECTION:
         raise ValueError(f"not a judge selection: {text!r}")
     if not sep:
         return None
     selected = tuple(name.strip() for name in names.split(",") if name.strip())
-    known = sorted({row.backend for row in JUDGE_ROWS})
-    unknown = [name for name in selected if name not in known]
+    unknown = [name for name in selected if name not in JUDGE_CHIPS]
     if unknown or not selected:
-        raise ValueError(f"judge backends are {', '.join(known)}; got {names!r}")
+        raise ValueError(f"judge chips are {', '.join(sorted(JUDGE_CHIPS))}; got {names!r}")
     return selected
 
 
-def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, log=print, backends=None):
-    """The judge rows (of the named backends, or all), planned, limit-checked and compiled. Returns
+def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, log=print, chips=None):
+    """The judge rows (of the named chips, or all), planned, limit-checked and compiled. Returns
     (rows, shape count)."""
     solution_path = str(Path(solution_path).resolve())
     table = _read_json(compile_matrix.run_script(["--table", "--solution", solution_path], PLAN_TIMEOUT_S,
                                                  script=__file__), "reading the solution's BACKENDS")
-    missing = sorted(set(table) - {row.backend for row in JUDGE_ROWS} - {"unknown"})
+    missing = sorted(set(table) - set(JUDGE_CHIPS) - {"unknown"})
     if missing:
-        log(f"  note: BACKENDS has {', '.join(missing)}, which no judge row compiles")
+        log(f"  note: no judge chip for BACKENDS' {', '.join(missing)}")
     rows, installs = [], {}
-    for index, row in enumerate(JUDGE_ROWS):
-        if backends and row.backend not in backends:
+    for index, row in enumerate(judge_rows()):
+        if chips and row.backend not in chips:
             continue
-        problems = row_problems(row, table.get(row.backend))
+        problems = contradictions(row, table.get(row.backend))
         if problems:
             rows.append(_unchecked_row(index, "-", "; ".join(problems)))
         else:
@@ -347,14 +373,14 @@ def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, l
             if plan["refused"]:
                 rows.append(_unchecked_row(index, triton, "; ".join(plan["refused"])))
             compiles += [(python, {**job, "triton": triton}) for job in plan["jobs"]]
-    rows += _compile_rows(compiles, table, solution_path, jobs, timeout, log)
+    rows += _compile_rows(compiles, solution_path, jobs, timeout, log)
     return sorted(rows, key=lambda r: r["row"]), shape_count
 
 
 def _unchecked_row(row_index, triton, why):
     """A row for what was neither compiled nor limit-checked: a judge row the table contradicts, a Triton
     that did not install, a shape launch_plan refused."""
-    return {"row": row_index, "triton": triton, "target": JUDGE_ROWS[row_index].target, "kernel": "-",
+    return {"row": row_index, "triton": triton, "target": judge_rows()[row_index].target, "kernel": "-",
             "settings": "", "shapes": 0, "launches_checked": 0, "limit_problems": [], "ok": False,
             "reached": LEVELS[3], "compile": f"not compiled: {why}", "result": None, "seconds": 0.0}
 
@@ -378,7 +404,7 @@ def _install_and_plan(installs, solution_path, jobs, log):
     return planned
 
 
-def _compile_rows(compiles, table, solution_path, jobs, timeout, log):
+def _compile_rows(compiles, solution_path, jobs, timeout, log):
     """One row per (python, job), each job's launch compiled in its own process, `jobs` at a time.
     Rows that compile the same launch for the same target with the same Triton share one compile."""
     unique = {}
@@ -404,8 +430,7 @@ def _compile_rows(compiles, table, solution_path, jobs, timeout, log):
     rows = []
     for python, job in compiles:
         ok, detail, result, seconds = compiled[(python, job["target"], job["key"])]
-        backend = SimpleNamespace(**table[JUDGE_ROWS[job["row"]].backend])
-        problems = compiled_problems(backend, job["route"], result) if result else []
+        problems = compiled_problems(job["route"], result) if result else []
         rows.append({**job, "ok": ok and not problems and not job["limit_problems"], "reached": reached(ok, result),
                      "compile": detail if ok and not problems else "FAIL: " + "; ".join(problems + [detail]),
                      "result": result, "seconds": seconds})
@@ -415,9 +440,10 @@ def _compile_rows(compiles, table, solution_path, jobs, timeout, log):
 def format_table(rows, shape_count):
     head = ["backend", "Triton", "compiled for", "kernel", "settings", "shapes", "verdict", "reached", "limits",
             "compile"]
+    judge = judge_rows()
     body = []
     for r in rows:
-        row = JUDGE_ROWS[r["row"]]
+        row = judge[r["row"]]
         target = r["target"] + (" (stand-in)" if row.stands_in_for else "")
         limits = ("FAIL: " + "; ".join(r["limit_problems"]) if r["limit_problems"] else
                   f"ok ({r['launches_checked']} launches)" if r["launches_checked"] else "-")
@@ -426,52 +452,58 @@ def format_table(rows, shape_count):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line[:-1], widths)) + "  " + line[-1] for line in [head, *body]]
     lines.insert(1, "-" * len(lines[0]))
-    shown = [JUDGE_ROWS[i] for i in sorted({r["row"] for r in rows})]
+    shown = [judge[i] for i in sorted({r["row"] for r in rows})]
     notes = [f"  {row.label} on {row.target}: a stand-in for {row.stands_in_for}" for row in shown if row.stands_in_for]
     notes += [f"  {row.label} on Triton {row.triton}: {row.why}" for row in shown if row.why]
     return "\n".join(lines + (["", "Stand-ins and extra rows:"] + notes if notes else []))
 
 
-def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, backends=None):
-    """Runs the judge rows (of the named backends, or all), prints the table; 0 when every row passed."""
+def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, chips=None):
+    """Runs the judge rows (of the named chips, or all), prints the table; 0 when every row passed."""
     start = time.time()
-    print(f"judge backends: {solution_path}, each compiled with its own Triton, {jobs} compiles at a time "
+    print(f"judge chips: {solution_path}, each compiled with its own Triton, {jobs} compiles at a time "
           f"(venvs in {VENVS})", flush=True)
     try:
-        rows, shape_count = run_judge(solution_path, jobs, timeout, backends=backends)
+        rows, shape_count = run_judge(solution_path, jobs, timeout, chips=chips)
     except RuntimeError as exc:
         print(f"FAILED: {exc}")
         return 1
-    backends = {JUDGE_ROWS[r["row"]].backend for r in rows}
-    failed_backends = {JUDGE_ROWS[r["row"]].backend for r in rows if not r["ok"]}
-    counts = (f"{len(backends) - len(failed_backends)}/{len(backends)} backends, "
-              f"{sum(r['ok'] for r in rows)}/{len(rows)} rows ok")
+    judge = judge_rows()
+    checked = {judge[r["row"]].backend for r in rows}
+    failed = {judge[r["row"]].backend for r in rows if not r["ok"]}
+    counts = f"{len(checked) - len(failed)}/{len(checked)} chips, {sum(r['ok'] for r in rows)}/{len(rows)} rows ok"
     return compile_matrix.finish(rows, format_table(rows, shape_count), counts, start, json_path,
                                  {"tool": "judge_targets", "solution": str(solution_path),
                                   "shape_groups": compile_matrix.SHAPE_GROUPS,
-                                  "judge_rows": [r._asdict() for r in JUDGE_ROWS]})
+                                  "judge_rows": [r._asdict() for r in judge]})
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(ROOT / "solution.py"))
-    parser.add_argument("--json", type=compile_matrix.json_argument, help="write the rows here")
-    parser.add_argument("--jobs", type=int, default=2, help="compiles at a time (default 2)")
-    parser.add_argument("--timeout", type=float, default=compile_matrix.COMPILE_TIMEOUT_S,
-                        help="seconds a compile may take")
-    parser.add_argument("--backends", nargs="+", choices=sorted({row.backend for row in JUDGE_ROWS}),
-                        help="only these backends' rows (default: all)")
+def parse_args(argv=None):
+    """The arguments; a usage error exits 2 with one line."""
+    parser = harness.ArgumentParser(prog="judge_targets.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", type=harness.existing_file, default=str(ROOT / "solution.py"), metavar="PATH")
+    parser.add_argument("--json", type=harness.json_destination, metavar="PATH", help="write the rows here")
+    parser.add_argument("--jobs", type=harness.at_least_one("compiles"), default=2, metavar="N",
+                        help="compiles at a time (default 2)")
+    parser.add_argument("--timeout", type=harness.positive_seconds, default=compile_matrix.COMPILE_TIMEOUT_S,
+                        metavar="S", help="seconds a compile may take")
+    parser.add_argument("--chips", nargs="+", choices=sorted(JUDGE_CHIPS), help="only these chips' rows (default: all)")
     parser.add_argument("--table", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rows", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.table:
         print(json.dumps(backend_table(args.solution)))
         return 0
     if args.plan:
         print(json.dumps(plan_rows(args.solution, [int(i) for i in args.rows.split(",")])))
         return 0
-    return report(args.solution, args.json, args.jobs, args.timeout, args.backends)
+    return report(args.solution, args.json, args.jobs, args.timeout, args.chips)
 
 
 if __name__ == "__main__":

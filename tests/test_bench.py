@@ -1,6 +1,5 @@
 """bench.py without a GPU: its command line, the aggregation over rounds, and main's flow with the
 GPU timings replaced by fakes."""
-import argparse
 import json
 import math
 import os
@@ -31,11 +30,12 @@ def test_repeat_defaults_to_one_round():
     assert bench.parse_args(["--repeat", "5"]).repeat == 5
 
 
-def test_unknown_route_is_refused(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        bench.parse_args(["--route", "intel"])
-    assert exit_info.value.code == 2
-    assert "argument --route" in capsys.readouterr().err
+def test_a_route_is_refused_unless_the_solution_has_it(capsys):
+    import solution
+    assert bench.main(["--route", "intel"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"bench.py: error: argument --route: 'intel' is not a route of solution.py (its ROUTES: "
+                   f"{', '.join(solution.ROUTES)})\n")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU exit")
@@ -45,14 +45,6 @@ def test_valid_arguments_without_a_gpu_exit_2_with_a_message(capsys, monkeypatch
     assert bench.main(["--repeat", "3", "--route", "generic"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench.py: error: timing needs a CUDA GPU") and err.count("\n") == 1
-
-
-def test_apply_route_sets_the_variable_and_none_leaves_it(monkeypatch):
-    monkeypatch.setenv(harness.ROUTE_ENV, "amd")
-    bench.apply_route(None)
-    assert os.environ[harness.ROUTE_ENV] == "amd"
-    bench.apply_route("generic")
-    assert os.environ[harness.ROUTE_ENV] == "generic"
 
 
 def test_header_states_measures_do_bench_settings():
@@ -111,7 +103,7 @@ def test_summary_takes_each_number_per_round_then_its_median():
     # The reference drifts from round to round; the leaderboard number is not computed from
     # per-shape medians but per round, then the median over rounds is taken.
     rounds = [_round(100, 10, 20, 60, 20, 40), _round(300, 10, 20, 90, 20, 25), _round(200, 10, 10, 60, 20, 40)]
-    summary = bench.summarize(rounds, ["solution", "baseline"])
+    summary = bench.means_over_rounds(rounds, ["solution", "baseline"])
     per_round = [(10 + 3) / 2, (30 + 4.5) / 2, (20 + 3) / 2]
     mean = summary["solution"]["arithmetic_mean_speedup"]
     assert mean["per_round"] == pytest.approx(per_round)
@@ -127,7 +119,7 @@ def test_summary_takes_each_number_per_round_then_its_median():
 
 
 def test_summary_without_baseline_has_no_paired_ratio():
-    summary = bench.summarize([_round(100, 10, 20, 60, 20, 40)], ["solution"])
+    summary = bench.means_over_rounds([_round(100, 10, 20, 60, 20, 40)], ["solution"])
     assert "solution_over_baseline_time" not in summary and "baseline" not in summary
     assert summary["solution"]["arithmetic_mean_speedup"]["median"] == pytest.approx(6.5)
 
@@ -212,14 +204,13 @@ def test_main_interleaves_rounds_and_records_every_round(fake_gpu, tmp_path, cap
     reference = str(harness.ROOT / "reference.py")
     record_path = tmp_path / "bench.json"
     code = bench.main(["--solution", reference, "--baseline", reference, "--shapes", "128x128", "256x128",
-                       "--repeat", "3", "--route", "amd", "--json", str(record_path)])
+                       "--repeat", "3", "--json", str(record_path)])
     assert code == 0
-    assert os.environ[harness.ROUTE_ENV] == "amd"
     per_shape = ["do_bench", "profile", "copy", "do_bench", "do_bench"]  # reference, its GPU time, copy, solution, baseline
     assert fake_gpu == per_shape * 2 * 3
 
     out = capsys.readouterr().out
-    assert "route: unknown (baseline: unknown)" in out
+    assert "route: unknown; baseline: unknown" in out
     assert [line for line in out.splitlines() if line.startswith("round ")] == ["round 1 of 3", "round 2 of 3",
                                                                                "round 3 of 3"]
     assert "median (min-max) over 3 rounds" in out
@@ -229,7 +220,8 @@ def test_main_interleaves_rounds_and_records_every_round(fake_gpu, tmp_path, cap
 
     record = json.loads(record_path.read_text())
     assert record["repeat"] == 3
-    assert record["route"] == {"requested": "amd", "solution": "unknown", "baseline": "unknown"}
+    assert record["route"] == {"solution": {"requested": "automatic", "taken": "unknown"},
+                               "baseline": {"requested": "automatic", "taken": "unknown"}}
     assert record["do_bench"] == measure.settings_record()
     assert len(record["rounds"]) == 3
     first = record["rounds"][0]["128x128"]
@@ -269,3 +261,49 @@ def test_main_with_one_round_prints_todays_summary_lines(fake_gpu, capsys):
     assert f"copy-speed ceiling: {11 / 13:.2f}x (arithmetic mean of reference us / copy us)" in lines
     assert f"solution: geometric-mean speedup {11 / 14:.2f}x over 1 shapes" in lines
     assert f"solution: arithmetic-mean speedup {11 / 14:.2f}x (leaderboard number)" in lines
+
+
+# Stands in for a solution with routes: the route is fixed at its first call (route_for's or the function's),
+# from SILU_DOT_ROUTE as it is then, as solution.py fixes it per device; the results are the reference's.
+ROUTED_SOLUTION = """import os
+
+import harness
+
+ROUTES = ("fast", "portable")
+_reference = harness.reference_fn()
+_route = []
+
+
+def route_for(device):
+    if not _route:
+        _route.append(os.environ.get("SILU_DOT_ROUTE") or "automatic")
+    return _route[0]
+
+
+def silu_dot_fwd_bwd_quant_fuse(*args):
+    route_for(None)
+    return _reference(*args)
+"""
+
+
+@pytest.mark.parametrize("exported, args, expected", [
+    (None, ["--route", "portable"], {"solution": ("portable", "portable"), "baseline": ("automatic", "automatic")}),
+    ("portable", ["--baseline-route", "fast"], {"solution": ("portable", "portable"), "baseline": ("fast", "fast")}),
+    ("portable", ["--route", "fast"], {"solution": ("fast", "fast"), "baseline": ("automatic", "automatic")}),
+])
+def test_the_solution_and_the_baseline_each_take_their_own_route(exported, args, expected, fake_gpu, tmp_path,
+                                                                  capsys, monkeypatch):
+    if exported:
+        monkeypatch.setenv(harness.ROUTE_ENV, exported)
+    path = tmp_path / "routed.py"
+    path.write_text(ROUTED_SOLUTION)
+    record_path = tmp_path / "bench.json"
+    assert bench.main(["--solution", str(path), "--baseline", str(path), "--shapes", "128x128", *args,
+                       "--json", str(record_path)]) == 0
+    record = json.loads(record_path.read_text())
+    assert {name: (r["requested"], r["taken"]) for name, r in record["route"].items()} == expected
+    forced = {name: " (forced)" if requested != "automatic" else "" for name, (requested, _) in expected.items()}
+    line = (f"route: {expected['solution'][1]}{forced['solution']}; "
+            f"baseline: {expected['baseline'][1]}{forced['baseline']}")
+    assert line in capsys.readouterr().out.splitlines()
+    assert os.environ.get(harness.ROUTE_ENV) == exported  # as it was before the run

@@ -11,6 +11,7 @@ import pytest
 
 import check
 import compile_matrix
+import judge_targets
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--shapes", "128x128", "--seeds", "1", "--families", "randn"]
@@ -97,13 +98,37 @@ def test_a_solution_that_raises_on_import_fails_in_one_line(solution_file):
                           f"importing {path} raised RuntimeError: no device second line")
 
 
-def test_targets_alone_means_the_judge_list(monkeypatch):
-    asked = []
-    monkeypatch.setattr(compile_matrix, "parse_targets", lambda text: asked.append(text) or [("cuda", 90, 32)])
-    monkeypatch.setattr(compile_matrix, "report", lambda solution, targets, json_path: 0)
+def test_targets_alone_means_the_judge_chips_and_other_targets_the_matrix(monkeypatch):
+    ran = []
+    monkeypatch.setattr(judge_targets, "report", lambda solution, json_path, chips: ran.append(("judge", chips)) or 0)
+    monkeypatch.setattr(compile_matrix, "report", lambda solution, targets, json_path: ran.append(targets) or 0)
     assert check.main(["--targets"]) == 0
     assert check.main(["--targets", "--json", "x.json"]) == 0
-    assert asked == ["judge", "judge"]
+    assert check.main(["--targets", "judge:ascend,metax"]) == 0
+    assert check.main(["--targets", "cuda:90"]) == 0
+    assert ran == [("judge", None), ("judge", None), ("judge", ("ascend", "metax")), [("cuda", 90, 32)]]
+
+
+@pytest.mark.parametrize("targets, message", [("judge:amd", "judge chips are ascend, hygon"),
+                                              ("cuda:abc", "compute capability")])
+def test_bad_targets_are_one_line(targets, message):
+    assert_one_line_error(run("check.py", "--targets", targets), "check.py", 2, "argument --targets", message)
+
+
+@pytest.mark.parametrize("tool, option", [("check.py", "--route"), ("bench.py", "--route"),
+                                          ("bench.py", "--baseline-route")])
+def test_a_route_the_solution_does_not_have_is_one_line_naming_its_routes(tool, option, solution_file):
+    path = solution_file("ROUTES = ('fast', 'portable')\n\n\ndef silu_dot_fwd_bwd_quant_fuse(*args):\n    pass\n")
+    solutions = ["--solution", path] + (["--baseline", path] if option == "--baseline-route" else [])
+    proc = run(tool, *solutions, option, "intel", *TINY[:2])
+    assert_one_line_error(proc, tool, 2, f"argument {option}: 'intel' is not a route of candidate.py "
+                          "(its ROUTES: fast, portable)")
+    assert "PASSED" not in proc.stdout
+
+
+def test_a_baseline_route_without_a_baseline_is_refused():
+    assert_one_line_error(run("bench.py", "--baseline-route", "generic"), "bench.py", 2,
+                          "argument --baseline-route: there is no --baseline")
 
 
 @pytest.mark.parametrize("tool", ["check.py", "bench.py"])
@@ -127,6 +152,7 @@ def test_failure_details_are_capped_per_check_and_kept_short(solution_file, tmp_
         "128x128 judge", "128x128 replay", "128x128 triton_only"}
     assert lines[judge + 4] == "    ... and 1 more (all in the --json report)"
     assert lines[judge + 5] == "    (fails on 1 more shapes too: 256x128)"
+    assert f"note: judge: {check.JUDGE_FAIL_MEANS} (README.md, Scoring)." in lines  # what the FAIL means
     assert len(proc.stdout) < 3000
 
 

@@ -1,5 +1,5 @@
 """The shared comparison and byte-count helpers that check.py and bench.py rely on."""
-import sys
+import os
 import types
 
 import pytest
@@ -215,9 +215,45 @@ def test_route_name_asks_the_module_or_says_unknown():
     assert harness.route_name(types.SimpleNamespace(), "cuda:0") == "unknown"
 
 
+def test_route_is_checked_against_the_solutions_own_routes():
+    module = types.SimpleNamespace(ROUTES=("fast", "portable"), __file__="/x/candidate.py")
+    harness.check_route(module, "portable")
+    with pytest.raises(ValueError, match=r"^'nvidia' is not a route of candidate.py \(its ROUTES: fast, portable\)$"):
+        harness.check_route(module, "nvidia")
+    with pytest.raises(ValueError, match="has no ROUTES"):
+        harness.check_route(types.SimpleNamespace(__file__="/x/old.py"), "fast")
+
+
+@pytest.mark.parametrize("before", [None, "outer"])
+@pytest.mark.parametrize("route", [None, "inner"])
+def test_route_forced_sets_or_unsets_the_variable_and_restores_it(before, route, monkeypatch):
+    monkeypatch.setenv(harness.ROUTE_ENV, "")  # recorded, so the test leaves the variable as it found it
+    if before is None:
+        monkeypatch.delenv(harness.ROUTE_ENV)
+    else:
+        monkeypatch.setenv(harness.ROUTE_ENV, before)
+    with harness.route_forced(route):
+        assert os.environ.get(harness.ROUTE_ENV) == route
+    assert os.environ.get(harness.ROUTE_ENV) == before
+
+
+@pytest.mark.parametrize("text, message", [
+    ("def something_else():\n    pass\n", "defines no function silu_dot_fwd_bwd_quant_fuse"),
+    ("raise RuntimeError('no device\\nsecond line')\n", "raised RuntimeError: no device second line"),
+])
+def test_load_solution_refuses_in_one_line(text, message, tmp_path):
+    path = tmp_path / "candidate.py"
+    path.write_text(text)
+    with pytest.raises(harness.SolutionError, match=message) as refused:
+        harness.load_solution(path)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(harness.SolutionError, match="no solution file at"):
+        harness.load_solution(tmp_path / "missing.py")
+
+
 def test_quantize_like_reference_is_the_references_quantizer():
     reference = harness.load_solution(harness.ROOT / "reference.py", name="reference_for_quantizer_test")
-    quantize_groups = sys.modules["reference_for_quantizer_test"]._quantize_groups
+    quantize_groups = reference._quantize_groups
     gen = torch.Generator().manual_seed(11)
     values = torch.randn(64, 4 * harness.GROUP_SIZE, generator=gen) * torch.rand(64, 1, generator=gen) * 100
     values = values.to(torch.bfloat16).float()
@@ -225,7 +261,6 @@ def test_quantize_like_reference_is_the_references_quantizer():
     expected_q, expected_s = quantize_groups(values, harness.GROUP_SIZE)
     grouped = values.view(64, 4, harness.GROUP_SIZE)
     q, s = harness.quantize_like_reference(grouped, grouped.abs().amax(dim=2, keepdim=True))
-    assert reference is not None
     assert torch.equal(q.view(64, -1), expected_q)
     assert torch.equal(s[..., 0].isnan(), expected_s.isnan())
     assert torch.equal(s[..., 0].nan_to_num(nan=1.0), expected_s.nan_to_num(nan=1.0))

@@ -1,5 +1,4 @@
-"""measure.py, the one home of the kit's timing settings, and who imports what."""
-import ast
+"""measure.py, the one home of the kit's timing settings (who imports it: test_imports.py)."""
 import subprocess
 import sys
 import types
@@ -9,30 +8,6 @@ from torch.autograd import DeviceType
 
 import harness
 import measure
-
-
-def _imported_modules(path):
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def test_no_tool_imports_bench():
-    # Tools share timing through measure.py; importing bench.py would tie them to its command line.
-    tools = sorted((harness.ROOT / "tools").glob("*.py"))
-    assert tools
-    importers = [p.name for p in tools if "bench" in _imported_modules(p)]
-    assert importers == []
-
-
-def test_the_timing_tools_take_their_settings_from_measure():
-    for name in ("sweep.py", "movers.py", "l2_flush_probe.py", "phase_timeline.py"):
-        assert "measure" in _imported_modules(harness.ROOT / "tools" / name), name
-    assert "measure" in _imported_modules(harness.ROOT / "bench.py")
 
 
 def test_importing_measure_needs_no_triton():

@@ -174,8 +174,8 @@ def test_routes_take_their_features():
         assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
 
 
-def test_the_route_names_and_variable_are_the_kits():
-    assert harness.ROUTES == solution.ROUTES and harness.ROUTE_ENV == solution.ROUTE_ENV
+def test_the_route_variable_and_output_layout_are_the_kits():
+    assert harness.ROUTE_ENV == solution.ROUTE_ENV
     layout = solution._expected_layout(256, 384)
     assert [layout[name] for name in harness.OUTPUT_NAMES] == list(harness.output_shapes(256, 384))
 

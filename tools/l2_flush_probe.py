@@ -46,7 +46,7 @@ def main():
     parser.add_argument("--shapes", nargs="+")
     parser.add_argument("--json")
     args = parser.parse_args()
-    fn = harness.load_solution(args.solution)
+    fn = harness.load_solution(args.solution).silu_dot_fwd_bwd_quant_fuse
     dirty = torch.empty(BUFFER_INTS, dtype=torch.int32, device="cuda")
     clean = torch.ones(BUFFER_INTS, dtype=torch.int32, device="cuda")
     rows = []

@@ -36,7 +36,7 @@ import sys
 sys.path.insert(0, {root!r})
 import harness
 harness.use_interpreter_if_no_gpu()
-fn = harness.load_solution({solution!r})
+fn = harness.load_solution({solution!r}).silu_dot_fwd_bwd_quant_fuse
 failed = []
 for label, M, H in harness.load_shapes("cpu_small"):
     x, gy = harness.make_inputs(M, H, 0, "randn")

@@ -4,7 +4,7 @@ For each variant (solution.LaunchSettings fields, launched through solution.laun
 against the reference (seed 0 of each --families family per shape), registers and spills, and per
 shape the cold-L2 median time and its % of the same-bytes copy timed the same way (measure.py), the
 floor under this timing. Per shape the copy is timed first, then the variants one after another.
-Usage: python tools/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
+Usage: python tools/research/sweep.py [--solution PATH] [--variants JSON | --variants-file PATH] [--shapes ...]
                              [--families F ...] [--json PATH]
 """
 import argparse
@@ -15,14 +15,9 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 from measure import do_bench, same_bytes_copy_us  # noqa: E402  (the same timing as bench.py)
-
-
-def load_module(path):
-    harness.load_solution(path, name="solution_for_sweep")
-    return sys.modules["solution_for_sweep"]
 
 
 def main():
@@ -34,7 +29,7 @@ def main():
     parser.add_argument("--families", nargs="+", default=["randn"])
     parser.add_argument("--json")
     args = parser.parse_args()
-    solution = load_module(args.solution)
+    solution = harness.load_solution(args.solution, name="solution_for_sweep")
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     spec = Path(args.variants_file).read_text() if args.variants_file else args.variants
     variants = ([solution.LaunchSettings(**v) for v in json.loads(spec)] if spec

@@ -1,4 +1,4 @@
-"""tools/gluon_mover.py's Gluon variants must compile for sm_90 without spilling, or the lead's GPU run
+"""tools/research/gluon_mover.py's Gluon variants must compile for sm_90 without spilling, or the lead's GPU run
 (issue 19, step 1) would time a different kernel than the one designed. Compiled in a subprocess: conftest
 sets TRITON_INTERPRET=1, and these are compiled, not interpreted."""
 import json
@@ -25,9 +25,9 @@ LARGE_RING_BYTES = 48 * 1024
 def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("gluon_mover") / "compile.json"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiling, not interpreting
-    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "gluon_mover.py"), "--compile-only",
-                           "--json", str(out)], capture_output=True, text=True, cwd=harness.ROOT, env=env,
-                          timeout=600)
+    tool = harness.ROOT / "tools" / "research" / "gluon_mover.py"
+    proc = subprocess.run([sys.executable, str(tool), "--compile-only", "--json", str(out)], capture_output=True,
+                          text=True, cwd=harness.ROOT, env=env, timeout=600)
     record = json.loads(out.read_text()) if out.exists() else None
     return proc, record
 
@@ -95,7 +95,7 @@ def test_the_second_round_copies_what_its_names_say(compiled):
 def test_the_default_gpu_run_leaves_out_only_the_misaligned_tile(monkeypatch):
     """int8-padded-rows-w8 faults on the H100 ("misaligned address") and is left out of the default GPU run,
     selectable by name; every other variant is in it, the second round's among them, each name once."""
-    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools" / "research"))
     import gluon_mover
     names = [v.name for v in gluon_mover.VARIANTS]
     assert len(names) == len(set(names))
@@ -114,7 +114,7 @@ def test_a_persistent_variant_launches_one_wave(monkeypatch):
     import types
 
     import torch
-    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools" / "research"))
     import gluon_mover
     class Compiled:  # as Triton's CompiledKernel: n_regs appears when the binary is loaded
         metadata = types.SimpleNamespace(shared=69632)
@@ -139,7 +139,7 @@ def test_preflight_finds_the_variants_that_fault_or_hang_in_child_processes(monk
     bytes are left to the main check, and the rest are fine."""
     import subprocess
     import types
-    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools" / "research"))
     import gluon_mover
     names = ["bf16-xor-w8-regs", "bf16-xor-w8-ring2", "bf16-xor-w8-persist-tma3", "bf16-xor-w8-persist-ring3"]
     variants = [v for v in gluon_mover.VARIANTS if v.name in names]
@@ -186,7 +186,7 @@ def test_the_gpu_mode_times_only_variants_whose_every_byte_is_right(monkeypatch,
     import types
 
     import torch
-    monkeypatch.syspath_prepend(str(harness.ROOT / "tools"))
+    monkeypatch.syspath_prepend(str(harness.ROOT / "tools" / "research"))
     import gluon_mover
     import measure
     import movers

@@ -6,8 +6,8 @@ its tile function; each tile's record holds the time at its start, after each sl
 y phase, then its SM id. The number of slices, GROUP // CHUNK, comes from the launch that
 launch_plan gives the shape, and sizes the record. Each call starts after a dirty-L2 clear, as
 under do_bench.
-Usage: python tools/phase_timeline.py [--shapes GROUP|MxH|ExTxH ...] [--calls N]   (GPU only)
-       python tools/phase_timeline.py --compiled-stamps   (CPU: the stamps in the kernel compiled for sm_90)
+Usage: python tools/research/phase_timeline.py [--shapes GROUP|MxH|ExTxH ...] [--calls N]   (GPU only)
+       python tools/research/phase_timeline.py --compiled-stamps   (CPU: the stamps in the kernel compiled for sm_90)
 """
 import argparse
 import importlib.util
@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import harness  # noqa: E402
 import measure  # noqa: E402

@@ -1,4 +1,4 @@
-"""tools/phase_timeline.py times the kernel's phases in a copy of solution.py made by text edits. The edits
+"""tools/research/phase_timeline.py times the kernel's phases in a copy of solution.py made by text edits. The edits
 must still apply to the current solution.py, the copy must compile with each stamp where the nvidia route
 runs it, and each tile's record must hold as many slice stamps as the launch has slices."""
 import importlib.util
@@ -12,7 +12,7 @@ import triton.language as tl
 
 import harness
 
-TOOL = harness.ROOT / "tools" / "phase_timeline.py"
+TOOL = harness.ROOT / "tools" / "research" / "phase_timeline.py"
 
 
 def test_the_instrumented_kernel_compiles_for_sm_90_with_every_stamp():

@@ -25,8 +25,8 @@ tile's y phase; "-c16" variants cut 16-token slices. Before the GPU run checks a
 they run once in a child process (preflight), so that one that faults or hangs is reported, not fatal.
 
 Usage:
-    python tools/gluon_mover.py --compile-only [--json PATH]   # CPU: compile for sm_90, print resources
-    python tools/gluon_mover.py [--json PATH] [--variants NAME ...] [--shapes ...] [--rounds N]   # GPU: check, time
+    python tools/research/gluon_mover.py --compile-only [--json PATH]   # CPU: compile for sm_90, print resources
+    python tools/research/gluon_mover.py [--json PATH] [--variants NAME ...] [--shapes ...] [--rounds N]   # GPU: check, time
 """
 import argparse
 import functools
@@ -39,9 +39,10 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))  # movers and sass_stats, when imported from elsewhere
+sys.path.insert(0, str(ROOT / "tools"))  # sass_stats, when imported from elsewhere
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # movers, likewise
 import harness  # noqa: E402
 
 try:
@@ -796,7 +797,7 @@ def stop_rule_verdict(floor_pct, shapes):
 
 def time_all(variants, shapes, rounds):
     """Median over `rounds` of cold-L2 do_bench microseconds per shape: the same-bytes copy, the tl
-    mover's full walk (tools/movers.py at the nvidia route's settings) and each variant."""
+    mover's full walk (tools/research/movers.py at the nvidia route's settings) and each variant."""
     import statistics
     import torch
     import movers

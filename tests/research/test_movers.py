@@ -1,4 +1,4 @@
-"""tools/movers.py prices each part of the solution's data movement by leaving it out. Each ablation must
+"""tools/research/movers.py prices each part of the solution's data movement by leaving it out. Each ablation must
 leave out what its name says and keep the rest, or its price is wrong: checked in what it compiles to for
 sm_90 (no GPU needed)."""
 import json
@@ -28,7 +28,7 @@ EXPECTED = {
 
 def test_each_ablation_leaves_out_what_its_name_says():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiling, not interpreting
-    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "movers.py"), "--compiled-counts"],
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "research" / "movers.py"), "--compiled-counts"],
                           capture_output=True, text=True, cwd=harness.ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == EXPECTED

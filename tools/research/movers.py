@@ -7,7 +7,7 @@ the y slot. The arithmetic is a few multiplies in place of the sigmoid (its tabl
 included) and the exact quantizer: the output is garbage, and only the time means something. A pattern's mover bounds the speed its exact
 solution can reach; `% floor` is copy us over mover us. --ablations leave parts of the pattern out
 (ABLATIONS), to price each part; the first row is the task's bytes moved as flat streams.
-Usage: python tools/movers.py [--variants-file PATH] [--shapes ...] [--json PATH]   (GPU only)
+Usage: python tools/research/movers.py [--variants-file PATH] [--shapes ...] [--json PATH]   (GPU only)
 """
 import argparse
 import json
@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 import solution  # noqa: E402
 from measure import do_bench, same_bytes_copy_us  # noqa: E402
