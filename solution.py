@@ -117,19 +117,18 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
-def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """1 / (1 + exp(-gate)) with an accurate exp and IEEE division, as torch.sigmoid, subnormal results
-    kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is inf or huge).
-    Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may flush:
-    the nvidia route divides with div.rn.f32 (what 3.6 emits for div_rn), the IEEE path with
-    reciprocal_keeping_subnormals, the amd route with div_rn (AMD's keeps subnormals)."""
+def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr):
+    """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid,
+    subnormal results kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is
+    inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
+    may flush, so neither form lets a division make a subnormal: the IEEE form divides once
+    (reciprocal_keeping_subnormals), the native form divides a normal number too and rounds a subnormal result with an fma
+    (reciprocal_native)."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
-    if CUDA_ARCH > 0:
-        return _reciprocal_ptx(d)
-    elif IEEE_MATH:
+    if IEEE_MATH:
         return reciprocal_keeping_subnormals(d)
     else:
-        return tl.math.div_rn(1.0, d)
+        return reciprocal_native(d)
 
 
 _SUBNORMAL_QUOTIENT_FROM = tl.constexpr(2.0**126)  # 1/d for d at or above this is subnormal (or 2**-126)
@@ -162,6 +161,26 @@ def reciprocal_keeping_subnormals(d):
     return tl.where(subnormal, n.to(tl.float32, bitcast=True), quotient)
 
 
+@triton.jit
+def reciprocal_native(d):
+    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
+    of normal numbers with a normal quotient (so a flushing division gives the same bits) and one fma
+    (the native sigmoid's: the probe proves it on each device, over every bf16 gate). Where 1/d is
+    subnormal (d in [2**126, 2**128)), 1/d = n * 2**-149 with n the integer nearest 2**149/d: x = d *
+    2**-149 is exact and 1/x normal, so n is floor(1/x) or one more, and the sign of the exact remainder
+    1 - x * (floor + 1/2), which an fma's rounding keeps, picks it (0: a tie, n even). Cheaper than the
+    IEEE form's integer remainder; a reciprocal of fma alone (Newton from a seed on the bits) was
+    measured slower (PERF_NOTES.md, ninth round)."""
+    subnormal = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
+    x = tl.where(subnormal, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
+    y = tl.math.div_rn(1.0, tl.where(x <= _LARGEST_FINITE, x, 1.0))
+    base = tl.where(subnormal, y, 0.0).to(tl.int32)
+    above_half = tl.fma(-x, base.to(tl.float32) + 0.5, 1.0)
+    n = tl.where((above_half > 0) | ((above_half == 0) & ((base & 1) == 1)), base + 1, base)
+    # inf: 0; NaN: NaN
+    return tl.where(subnormal, n.to(tl.float32, bitcast=True), tl.where(x <= _LARGEST_FINITE, y, tl.where(x != x, x, 0.0)))
+
+
 _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
@@ -181,8 +200,7 @@ else:
 
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr,
-                   CUDA_ARCH: tl.constexpr):
+                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates.
 
     SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton
@@ -198,7 +216,7 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
     else:
-        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH)
+        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH)
 
 
 @triton.jit
@@ -282,14 +300,6 @@ def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
 
 
 @triton.jit
-def _reciprocal_ptx(d):
-    """1/d by PTX div.rn.f32: IEEE, subnormal results kept; Triton 3.6 emits the same for tl.math.div_rn,
-    3.0-3.5 emit div.rn.ftz.f32, which flushes them. Twin: reciprocal_keeping_subnormals (see sigmoid)."""
-    return tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=r,r,r", [tl.full(d.shape, 1.0, tl.float32), d],
-                                     dtype=tl.float32, is_pure=True, pack=1)
-
-
-@triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that
     share a reduced value all store it (same address, same value). tl.store would first move the
@@ -315,12 +325,12 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 # ---------------------------------------------------------------- kernels
 
 @triton.jit
-def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
-                          IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i."""
+def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the
+    IEEE form on every route (one fill a device: its cost does not matter, and it needs no proof)."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
-    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH))
+    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE, True))
 
 
 @triton.jit
@@ -336,7 +346,7 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
     gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
                  eviction_policy="evict_first").to(tl.float32)
-    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
+    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH)
     y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     s_gate = group_scale(group_absmax(d_gate, 1, IEEE_MATH))
@@ -487,44 +497,310 @@ def _plain_y_kernel(x_ptr, y_q_ptr, y_s_ptr, H, stride_x, stride_yq, stride_ys,
     gate = tl.load(x_ptr + x_offs).to(tl.float32)
     up = tl.load(x_ptr + x_offs + H).to(tl.float32)
     # Only y is kept; gate stands in for the grad_y this kernel does not read.
-    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE, True, 0), True)
+    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE, True), True)
     y = y.to(tl.float32)
     s_y = group_scale(group_absmax(y, 0, True))
     tl.store(y_s_ptr + channels * stride_ys + pid_m, s_y)
     tl.store(y_q_ptr + channels[None, :] * stride_yq + tokens[:, None], quantize(y, s_y[None, :], s_y[None, :], True, 0))
 
 
+# ---------------------------------------------------------------- the probe: native arithmetic proven on the device
+
+_INFINITY = tl.constexpr(float("inf"))
+PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "group max", "pipeline")
+# The probe's size, as constexprs: ROWS x 128 inputs a program; the quantizer's absmax values, every
+# EXPONENT_STEP-th fp32 exponent (and 255) with ABSMAX_PER_EXPONENT mantissas; rows of the group max and
+# pipeline checks. Under the interpreter (numpy, ~1000x slower) fewer and larger programs over a sparser
+# set: every bf16 gate, v and high half still, 8 absmax exponents and 128 rows.
+PROBE_SIZE = ({"ROWS": 128, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "MAX_ROWS": 128, "PIPELINE_ROWS": 128}
+              if _INTERPRET else
+              {"ROWS": 8, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "MAX_ROWS": 1024, "PIPELINE_ROWS": 1024})
+_PROBE_LOW_HALVES = (0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF)  # then two hashed ones
+
+
+def _probe_programs_per_check(size):
+    """Programs of each check of PROBE_CHECKS, for a PROBE_SIZE."""
+    per = size["ROWS"] * GROUP_SIZE
+    absmax = 256 // size["EXPONENT_STEP"] * size["ABSMAX_PER_EXPONENT"]
+    inputs = (2**16, 2**16 * 8, absmax * 2**16, 2**16, size["MAX_ROWS"] * 128, size["PIPELINE_ROWS"] * 128)
+    return tuple(n // per for n in inputs)
+
+
+@triton.jit
+def _hash(k):
+    """A 32-bit mix of the integer k (wrapping), for probe inputs; _hash_py is its host twin."""
+    k = k.to(tl.uint32)
+    k = (k ^ (k >> 16)) * 0x7FEB352D
+    k = (k ^ (k >> 15)) * 0x2C1B3C6D
+    return k ^ (k >> 16)
+
+
+def _hash_py(k):
+    k &= 0xFFFFFFFF
+    k = ((k ^ (k >> 16)) * 0x7FEB352D) & 0xFFFFFFFF
+    k = ((k ^ (k >> 15)) * 0x2C1B3C6D) & 0xFFFFFFFF
+    return k ^ (k >> 16)
+
+
+@triton.jit
+def _bits(v):
+    return v.to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _float(bits):
+    return bits.to(tl.uint32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _differ(native, ieee):
+    """Where two fp32 results differ: in any bit, unless both are NaN (a NaN's payload is not compared)."""
+    return (_bits(native) != _bits(ieee)) & ((native == native) | (ieee == ieee))
+
+
+@triton.jit
+def _record(probe_ptr, program, differ, k, native_bits, ieee_bits):
+    """Writes a program's count of differences, its first differing input k, and the results there."""
+    count = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
+    first = tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0)
+    at_first = differ & (k == first)
+    native_first = tl.sum(tl.sum(tl.where(at_first, native_bits, 0), 1), 0)
+    ieee_first = tl.sum(tl.sum(tl.where(at_first, ieee_bits, 0), 1), 0)
+    field = tl.arange(0, 4)
+    tl.store(probe_ptr + program * 4 + field,
+             tl.where(field == 0, count, tl.where(field == 1, first, tl.where(field == 2, native_first, ieee_first))))
+
+
+@triton.jit
+def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
+                 ABSMAX_PER_EXPONENT: tl.constexpr, EXPONENT_STEP: tl.constexpr, LUT_LO: tl.constexpr,
+                 LUT_N: tl.constexpr,
+                 SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ,
+    the native result's bits, the IEEE result's), for _record (see _probe_kernel)."""
+    if CHECK == 0:  # sigmoid: every bf16 gate, the route's own sigmoid against the IEEE one computed
+        gate = _float(k << 16)
+        native = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False)
+        ieee = sigmoid(gate, NO_LIBDEVICE, True)
+        # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
+        return (_differ(native, ieee) & (gate == gate), _bits(native), _bits(ieee))
+    elif CHECK == 1:  # fp32 -> bf16: every high half, with the low halves that decide the rounding
+        j = k & 7
+        low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
+            j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
+        v = _float(((k >> 3) << 16) | low)
+        native = _round_to_bf16(v, False)
+        ieee = _round_to_bf16(v, True)
+        return (_differ(native, ieee), _bits(native), _bits(ieee))
+    elif CHECK == 2:  # the quantizer: every bf16 v against ABSMAX_PER_EXPONENT absmax values per exponent
+        a = k >> 16
+        j = a % ABSMAX_PER_EXPONENT
+        mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
+        exponent = (a // ABSMAX_PER_EXPONENT) * EXPONENT_STEP
+        exponent = tl.where(exponent == 256 - EXPONENT_STEP, 255, exponent)  # inf and NaN always
+        absmax = _float((exponent << 23) | (mantissa << 16))
+        v = _float((k & 0xFFFF) << 16)
+        scale = group_scale(absmax)
+        inv_scale = tl.math.div_rn(1.0, scale)
+        native = quantize(v, scale, inv_scale, False, CUDA_ARCH).to(tl.int32)
+        ieee = quantize(v, scale, inv_scale, True, 0).to(tl.int32)
+        # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
+        possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
+        return ((native != ieee) & possible, native, ieee)
+    elif CHECK == 3:  # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers
+        i = 4096 + (k & 0xFFF)
+        j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
+        a = i.to(tl.float32) * (1.0 / 4096)
+        b = j.to(tl.float32) * (1.0 / 4096)
+        p = a * b
+        exact = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)
+        native = tl.fma(a, b, -p)
+        return (_differ(native, exact), _bits(native), _bits(exact))
+    elif CHECK == 4:  # the NaN-keeping group max, rows of 128 bf16 values with NaN, +-inf, zeros, subnormals
+        h = _hash(k + 0x10000000)
+        kind = rows[:, None] & 7
+        at = cols[None, :] == ((rows[:, None] >> 3) & 127)
+        bits = (h & 0x80000000) | ((((h >> 8) & 0xFFFF) % 255) << 23) | (h & 0x7F0000)
+        bits = tl.where(kind == 5, h & 0x80000000, tl.where(kind == 7, bits & 0x807F0000, bits))
+        bits = tl.where(at & ((kind == 0) | (kind == 6)), 0x7FC00000, bits)
+        bits = tl.where(at & (kind == 1), 0x7F800000, bits)
+        bits = tl.where(at & (kind == 2), 0xFF800000, bits)
+        bits = tl.where(at & (kind == 3), 0xFFC10000, bits)
+        bits = tl.where((kind == 6) & (cols[None, :] == 127 - ((rows[:, None] >> 3) & 127)), 0x7F800000, bits)
+        v = _float(bits)
+        native = group_absmax(v, 1, False)[:, None]
+        ieee = group_absmax(v, 1, True)[:, None]
+        first_col = cols[None, :] == 0
+        return (_differ(native, ieee) & first_col,
+                tl.broadcast_to(_bits(native), k.shape), tl.broadcast_to(_bits(ieee), k.shape))
+    else:  # the pipeline: sigmoid, the formulas, bf16, group max, scale and quantizer, on rows of 128 triples
+        g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
+        g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
+        gate = _float(g << 16)
+        up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
+        gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
+        # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
+        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False)
+        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, False, CUDA_ARCH)
+        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, 0)
+        scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
+        return ((native != ieee) | scales_differ[:, None], native, ieee)
+
+
+@triton.jit
+def _probe_operand(h):
+    """bf16 bits of a random sign and mantissa and an exponent within 2**+-12 of 1."""
+    return ((h >> 16) & 0x8000) | ((115 + (h >> 8) % 25) << 7) | (h & 0x7F)
+
+
+@triton.jit
+def _probe_pipeline(gate, up, gy, sig, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """What the main kernel computes per element and group, quantized along rows: the int8 of d_gate,
+    d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
+    y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
+    y = y.to(tl.float32)
+    s_gate = group_scale(group_absmax(d_gate, 1, IEEE_MATH))
+    s_up = group_scale(group_absmax(d_up, 1, IEEE_MATH))
+    s_y = group_scale(group_absmax(y, 1, IEEE_MATH))
+    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_MATH, CUDA_ARCH)
+    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_MATH, CUDA_ARCH)
+    q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_MATH, CUDA_ARCH)
+    packed = (q_gate.to(tl.int32) & 0xFF) | ((q_up.to(tl.int32) & 0xFF) << 8) | ((q_y.to(tl.int32) & 0xFF) << 16)
+    return packed, s_gate, s_up, s_y
+
+
+@triton.jit
+def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
+                  EXPONENT_STEP: tl.constexpr, MAX_ROWS: tl.constexpr, PIPELINE_ROWS: tl.constexpr,
+                  LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
+                  CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class
+    on which the two could differ, each program writing its count of differences (_record).
+
+    Why these inputs cover the classes:
+      * sigmoid: its input is a bf16 gate, and all 65,536 of them are run: nothing is sampled.
+      * fp32 -> bf16: the result depends on the high half (sign, exponent, 7 mantissa bits: every one is
+        run, NaN, inf, zeros and subnormals among them) and on the low half only through the rounding
+        classes below, at and above the halfway point 0x8000, with and without a carry into the high
+        half, and where the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001,
+        0xFFFF and two hashed ones.
+      * the quantizer: v is a bf16 value (all 65,536 run) and the scale is absmax * fp32(1/127) for a
+        bf16 absmax: every fp32 exponent (zero and subnormal absmax, the 1e-10 floor, inf and NaN) with
+        the mantissas 0 and 0x7F and hashed others, and only |v| <= absmax, as in a group.
+        Markstein's correction fails where an fma rounds twice or a conversion truncates otherwise;
+        int8 of a NaN quotient (a NaN or inf scale) must be 0.
+      * fma: products of 13-bit significands, whose low half a split multiply-add rounds away.
+      * group max: rows with a NaN (either sign, any position), +-inf, NaN and inf together, all zeros of
+        either sign, subnormals only, and random values: where a max drops NaN or orders -0 or
+        subnormals otherwise, the bits differ.
+      * pipeline: the kernel's per-element formulas, rounding, group max, scale and quantizer as the
+        main kernel runs them, compiled with its options (a compiler that contracts or reorders inside a
+        bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates;
+        both sides take the route's sigmoid, which the sigmoid check proves equal to the IEEE one.
+    The route's constexprs pick its native side (IEEE_MATH is the route's and unused here: the IEEE side
+    is always the twin)."""
+    program = tl.program_id(0)
+    per = ROWS * 128
+    n0 = 2**16 // per
+    n1 = n0 + 2**19 // per
+    n2 = n1 + 256 // EXPONENT_STEP * ABSMAX_PER_EXPONENT * 2**16 // per
+    n3 = n2 + 2**16 // per
+    n4 = n3 + MAX_ROWS * 128 // per
+    check = tl.where(program < n0, 0, tl.where(program < n1, 1, tl.where(program < n2, 2, tl.where(
+        program < n3, 3, tl.where(program < n4, 4, 5)))))
+    start = tl.where(program < n0, 0, tl.where(program < n1, n0, tl.where(program < n2, n1, tl.where(
+        program < n3, n2, tl.where(program < n4, n3, n4)))))
+    rows = (program - start) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, 128)
+    k = rows[:, None] * 128 + cols[None, :]
+    differ = k < 0
+    native = k
+    ieee = k
+    for c in tl.static_range(6):
+        if check == c:
+            differ, native, ieee = _probe_check(k, rows, cols, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT,
+                                                EXPONENT_STEP, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE)
+    _record(probe_ptr, program, differ, k, native, ieee)
+
+
+def _probe_input(check, k, size):
+    """The input of a check's index k, in words (the host twin of _probe_check's inputs)."""
+    if check == "sigmoid":
+        return f"gate 0x{k:04x} (bf16)"
+    if check == "bf16 rounding":
+        low = _PROBE_LOW_HALVES[k & 7] if (k & 7) < 6 else _hash_py(k) & 0xFFFF
+        return f"fp32 0x{k >> 3:04x}{low:04x}"
+    if check == "quantizer":
+        a, j = k >> 16, (k >> 16) % size["ABSMAX_PER_EXPONENT"]
+        mantissa = 0 if j == 0 else (0x7F if j == 1 else _hash_py(a) & 0x7F)
+        exponent = (a // size["ABSMAX_PER_EXPONENT"]) * size["EXPONENT_STEP"]
+        exponent = 255 if exponent == 256 - size["EXPONENT_STEP"] else exponent
+        return f"v 0x{k & 0xFFFF:04x}, absmax 0x{(exponent << 7) | mantissa:04x} (bf16)"
+    if check == "fma":
+        return f"fma(a, b, -a*b) for a = 1 + {k & 0xFFF}/4096, b = 1 + {((k >> 12) * 257 + 1) & 0xFFF}/4096"
+    return f"row {k // 128}" + ("" if check == "group max" else f", column {k % 128}")
+
+
 # ---------------------------------------------------------------- backends, routes and launch settings
 
-class RouteFeatures(NamedTuple):
-    """What a route's kernel may use: inline PTX where the arch has it (CUDA_ARCH), IEEE arithmetic (see
-    the module docstring), libdevice's exp, y transposed in registers, a 1-D grid."""
-    ptx: bool
-    ieee_math: bool
-    libdevice: bool
-    transpose_in_registers: bool
-    grid_1d: bool
+class Route(NamedTuple):
+    """One rung of a ladder: everything a route is, read by the launcher, the probe and the tools.
+
+    native_math: the backend's own conversions, fma and NaN-keeping max (proven on each device by the
+    probe before use), else IEEE arithmetic on integers and fp32 (see the module docstring).
+    sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
+    two_pass: the plain kernels (grad_input, then y from x read again), else one program per tile.
+    ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
+    libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
+    transpose_in_registers, grid_1d: Ascend's layout needs (see _silu_dot_quant_kernel).
+    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg;
+    otherwise 256 threads a program. chunk: tokens per slice."""
+    name: str
+    native_math: bool
+    sigmoid_table: bool
+    two_pass: bool = False
+    ptx: bool = False
+    libdevice: bool = True
+    transpose_in_registers: bool = False
+    grid_1d: bool = False
+    register_capped: bool = False
+    chunk: int = 32
 
 
-ROUTE_FEATURES = {
-    "nvidia": RouteFeatures(ptx=True, ieee_math=False, libdevice=True, transpose_in_registers=False, grid_1d=False),
-    "amd": RouteFeatures(ptx=False, ieee_math=False, libdevice=True, transpose_in_registers=False, grid_1d=False),
-    "generic": RouteFeatures(ptx=False, ieee_math=True, libdevice=True, transpose_in_registers=False, grid_1d=False),
-    "ascend": RouteFeatures(ptx=False, ieee_math=True, libdevice=False, transpose_in_registers=True, grid_1d=True),
-    # The last rung of every ladder: two kernels (grad_input, then y from x read again) of loads, stores,
-    # IEEE arithmetic and reductions, with no scratch, no gather, no inline asm, no vendor option, no barrier.
-    "plain": RouteFeatures(ptx=False, ieee_math=True, libdevice=True, transpose_in_registers=False, grid_1d=False),
-}
-ROUTES = tuple(ROUTE_FEATURES)
+ROUTE_TABLE = {r.name: r for r in (
+    Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True),
+    Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True),
+    Route("native", native_math=True, sigmoid_table=True),
+    Route("native_per_element", native_math=True, sigmoid_table=False),
+    Route("generic", native_math=False, sigmoid_table=True),
+    Route("generic_per_element", native_math=False, sigmoid_table=False),
+    # Ascend keeps its own route: its compiler splits tl.fma (so native arithmetic cannot be proven there),
+    # its libdevice exp is a stub, and its stores want a contiguous last dimension; 16-token slices fit its
+    # unified buffer.
+    Route("ascend", native_math=False, sigmoid_table=False, libdevice=False, transpose_in_registers=True,
+          grid_1d=True, chunk=16),
+    # The last rung: two kernels of loads, stores, IEEE arithmetic and reductions, with no scratch, no
+    # gather, no inline asm, no vendor option, no barrier.
+    Route("plain", native_math=False, sigmoid_table=False, two_pass=True),
+)}
+ROUTES = tuple(ROUTE_TABLE)
 ROUTE_ENV = "SILU_DOT_ROUTE"
+# Native, then IEEE arithmetic; each with the table, then with the sigmoid per element; then plain.
+_PORTABLE_LADDER = ("native", "native_per_element", "generic", "generic_per_element", "plain")
+
+
+def route_available(route):
+    """Whether this Triton can have the route at all: a table route needs a tl.gather that compiles."""
+    return _SIGMOID_TABLE or not ROUTE_TABLE[route].sigmoid_table
 
 
 class Backend(NamedTuple):
     """What is known of one backend; README.md's Platforms table gives the source of each fact.
 
     It is recognised by its torch device type (None: any), the Triton target its driver reports (():
-    any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route whose
-    kernels do not compile there is left for the next, once per device (see launch). warp_size is used
+    any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route that
+    this Triton cannot have is left out, and a route whose probe finds a difference or whose kernels do
+    not compile there is left for the next (see _Device). warp_size is used
     where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch aims at 256). options are
     the compile options it takes beyond num_warps, num_stages and enable_fp_fusion. max_grid is the
     most programs along each grid dimension. triton is the release its Triton is built on."""
@@ -548,18 +824,22 @@ _CUDA_GRID = (2**31 - 1, 65535, 65535)
 # In order: the first entry that recognises a device is its backend.
 BACKENDS = {b.name: b for b in (
     Backend("nvidia", "cuda", ("cuda",), r"NVIDIA|TESLA|GEFORCE|QUADRO|TITAN|^[AHLBT]\d{2,3}\b",
-            ("nvidia", "generic", "plain"), 32, 1024, ("maxnreg",), _CUDA_GRID, "3.5"),
-    Backend("hygon", "cuda", ("hip",), r"HYGON|DCU|BW\d{3,}|[KZ]100", ("generic", "plain"), 64, 1024, (),
+            ("nvidia", "nvidia_per_element") + _PORTABLE_LADDER, 32, 1024, ("maxnreg",), _CUDA_GRID, "3.5"),
+    Backend("hygon", "cuda", ("hip",), r"HYGON|DCU|BW\d{3,}|[KZ]100", _PORTABLE_LADDER, 64, 1024, (),
             _CUDA_GRID, "3.0"),
-    Backend("amd", "cuda", ("hip",), "", ("amd", "generic", "plain"), 64, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("iluvatar", "cuda", ("cuda",), r"ILUVATAR|COREX|BI-V|MR-V", ("generic", "plain"), 64, 1024, (),
+    Backend("amd", "cuda", ("hip",), "", _PORTABLE_LADDER, 64, 1024, (), _CUDA_GRID, "3.5"),
+    Backend("iluvatar", "cuda", ("cuda",), r"ILUVATAR|COREX|BI-V|MR-V", _PORTABLE_LADDER, 64, 1024, (),
             _CUDA_GRID, "3.1"),
-    Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", ("generic", "plain"), 32, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("metax", "cuda", ("maca",), "", ("generic", "plain"), 64, 512, (), _CUDA_GRID, "3.1"),
-    Backend("mthreads", "musa", ("musa",), "", ("generic", "plain"), 32, 128, (), _CUDA_GRID, "3.1"),
+    Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", _PORTABLE_LADDER, 32, 1024, (), _CUDA_GRID, "3.5"),
+    Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
+    Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 128, (), _CUDA_GRID, "3.1"),
     # No rung below: the plain rung's libdevice exp and strided y_q_t store do not compile there.
     Backend("ascend", "npu", ("npu",), "", ("ascend",), 32, 1024, (), (65535, 1, 1), "3.2"),
-    Backend("unknown", None, (), "", ("generic", "plain"), 32, 256, (), (65535, 65535, 65535), "3.2"),
+    # The interpreter's native arithmetic is numpy's: its bf16 cast truncates and its fma rounds twice (the
+    # probe finds both), so its ladder starts at IEEE arithmetic. The CPU tests probe the native rungs.
+    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain"), 32, 256, (),
+            (65535, 65535, 65535), "3.2"),
+    Backend("unknown", None, (), "", _PORTABLE_LADDER, 32, 256, (), (65535, 65535, 65535), "3.2"),
 )}
 
 
@@ -611,27 +891,34 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
     of its 192 KB: bishengir's "ub overflow").
     """
     backend = _backend(backend)
-    route = route or backend.route
-    if route not in ROUTE_FEATURES:
-        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-    if route == "nvidia" and "maxnreg" in backend.options:
+    route = _route(route or backend.route)
+    if route.register_capped and "maxnreg" in backend.options:
         tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
         if (sm_count and tiles > 3 * sm_count
                 and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
     return LaunchSettings(num_warps=max(1, min(256, backend.max_threads) // (warp_size or backend.warp_size)),
-                          chunk=16 if route == "ascend" else 32, y_chunk=64, maxnreg=None)
+                          chunk=route.chunk, y_chunk=64, maxnreg=None)
+
+
+def _route(route):
+    """The Route record of a route name (or record); a ValueError for a name that is none."""
+    if isinstance(route, Route):
+        return route
+    if route not in ROUTE_TABLE:
+        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+    return ROUTE_TABLE[route]
 
 
 def _route_constexprs(route, arch):
-    """The constexprs by which routes differ. Under the interpreter every route runs the IEEE arithmetic
-    and tl.exp (libdevice does not exist there), and no PTX."""
-    features = ROUTE_FEATURES[route]
-    return {"SIGMOID_TABLE": _SIGMOID_TABLE,
-            "CUDA_ARCH": arch if features.ptx and not _INTERPRET and isinstance(arch, int) else 0,
-            "IEEE_MATH": features.ieee_math or _INTERPRET,
-            "NO_LIBDEVICE": not features.libdevice or _INTERPRET}
+    """The constexprs by which routes differ, from the route's record. Under the interpreter there is no
+    PTX and no libdevice (tl.exp is numpy's exp there)."""
+    route = _route(route)
+    return {"SIGMOID_TABLE": route.sigmoid_table,
+            "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
+            "IEEE_MATH": not route.native_math,
+            "NO_LIBDEVICE": not route.libdevice or _INTERPRET}
 
 
 def _signature(kernel):
@@ -642,45 +929,50 @@ def _signature(kernel):
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
-    (once per device) and "main"; on the plain rung "plain_grad" and "plain_y". The launcher below
-    launches exactly these. A ValueError if a grid exceeds the backend's."""
+    (once per device, on a table route), "probe" (once per device, on a native route) and "main"; on the
+    plain rung "plain_grad" and "plain_y". The launcher below launches exactly these. A ValueError if a
+    grid exceeds the backend's."""
     backend = _backend(backend)
-    route = route or backend.route
+    route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
     settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size)
-    features = ROUTE_FEATURES[route]
     route_constexprs = _route_constexprs(route, arch)
     common = {"enable_fp_fusion": False}
     options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
     if settings.maxnreg is not None:
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
-    if route == "plain":
+    launches = []
+    if route.sigmoid_table:
+        launches.append(KernelLaunch(
+            "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
+            {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},
+            {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common}))
+    if route.two_pass:
         plain = {"GROUP": GROUP_SIZE, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"], "INDEX_64": index_64}
-        launches = [
+        launches += [
             KernelLaunch("plain_grad", _plain_grad_kernel, (tiles_h, M // settings.chunk, 1),
                          _signature(_plain_grad_kernel), {**plain, "ROWS": settings.chunk}, options),
             KernelLaunch("plain_y", _plain_y_kernel, (H // settings.chunk, tiles_m, 1),
                          _signature(_plain_y_kernel), {**plain, "CHANNELS": settings.chunk}, options)]
     else:
-        if features.grid_1d:
+        if route.grid_1d:
             tiles_per_program = triton.cdiv(tiles_h * tiles_m, backend.max_grid[0])
             grid = (triton.cdiv(tiles_h * tiles_m, tiles_per_program), 1, 1)
         else:
             tiles_per_program = 1
             grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
-        table = KernelLaunch(
-            "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
-            {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK,
-             **{name: route_constexprs[name] for name in ("NO_LIBDEVICE", "IEEE_MATH", "CUDA_ARCH")}},
-            {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common})
-        main = KernelLaunch(
+        if route.native_math:  # compiled with the main kernel's options, as it must prove that kernel's math
+            launches.append(KernelLaunch(
+                "probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
+                {"probe_ptr": "*i32", "table_ptr": "*fp32"},
+                {**PROBE_SIZE, "LUT_LO": _LUT_LO, "LUT_N": _LUT_N, **route_constexprs}, options))
+        launches.append(KernelLaunch(
             "main", _silu_dot_quant_kernel, grid, _signature(_silu_dot_quant_kernel),
             {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
-             "LUT_N": _LUT_N, **route_constexprs, "TRANSPOSE_IN_REGISTERS": features.transpose_in_registers,
-             "GRID_1D": features.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "INDEX_64": index_64},
-            options)
-        launches = [table, main]
+             "LUT_N": _LUT_N, **route_constexprs, "TRANSPOSE_IN_REGISTERS": route.transpose_in_registers,
+             "GRID_1D": route.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "INDEX_64": index_64},
+            options))
     for launch in launches:
         if any(n > limit for n, limit in zip(launch.grid, backend.max_grid)):
             raise ValueError(f"M={M}, H={H} needs a grid of {launch.grid} programs, more than the {backend.name} "
@@ -791,15 +1083,19 @@ def _device_name(x):
 
 
 class _Device:
-    """What a call needs to know about its device, set up on its first call there: its backend and
-    its ladder of routes (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and
-    warp size, the number of SMs (None where unknown), the sigmoid table, the launches of each shape
-    seen, and whether Triton specializes pointers on their storage's size there."""
+    """What a call needs to know about its device, set up on its first call there: its backend and its
+    ladder of routes (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and warp
+    size, the number of SMs (None where unknown), the sigmoid table, the launches of each shape seen, and
+    whether Triton specializes pointers on their storage's size there. Before any output is written the
+    first rung is settled: a table route gets its table, a native route its probe (_settle)."""
 
     def __init__(self, x):
         forced_route = os.environ.get(ROUTE_ENV)
         if forced_route and forced_route not in ROUTES:
             raise ValueError(f"{ROUTE_ENV} must be one of {ROUTES}, got {forced_route!r}")
+        if forced_route and not route_available(forced_route):
+            raise ValueError(f"{ROUTE_ENV}={forced_route} needs tl.gather, which this Triton "
+                             f"({triton.__version__}) lacks or cannot compile; choose a route without the table")
         self.index = x.get_device()
         self.module = _device_module(x)
         target, self.arch, reported_warp_size = _target(x)
@@ -808,12 +1104,20 @@ class _Device:
             self.sm_count = torch.cuda.get_device_properties(x.device).multi_processor_count
         self.backend = backend_for(x.device.type, target, _device_name(x))
         self.warp_size = reported_warp_size or self.backend.warp_size
-        self.routes = [forced_route] if forced_route else list(self.backend.routes)
+        self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
+        self.left = []  # (route, why) for each rung left, in order
+        self.probes = {}  # route: {check: differences} of each probe run
         self.launches = {}
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
+        self.table_filled = False
+        capturing = getattr(self.module, "is_current_stream_capturing", None)
+        if callable(capturing) and capturing():
+            raise RuntimeError("silu_dot_fwd_bwd_quant_fuse: the first call on a device proves its arithmetic "
+                               "and reads the verdict back, which a graph capture cannot hold: call it once "
+                               "before capturing")
         with _on_device(x):
-            self._fill_table()
+            self._settle()
 
     @property
     def route(self):
@@ -823,51 +1127,91 @@ class _Device:
         return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
                            warp_size=self.warp_size, settings=settings, index_64=index_64)
 
-    def _fall_back(self, exc, launch):
-        """Leaves the route whose launch did not compile for the next rung, with a warning; re-raises where
-        no rung is left."""
+    def _leave(self, why):
+        """Leaves the first rung for the next, with one warning that says why; raises where none is left."""
         if len(self.routes) == 1:
-            raise exc
+            raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: the {self.route} route, the last one left on "
+                               f"this {self.backend.name} device, cannot run: {why}")
         failed = self.routes.pop(0)
-        message = (str(exc).strip().splitlines() or [""])[0][:200]
-        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {failed} route's {launch.name} kernel does not compile "
-                      f"on this {self.backend.name} device ({type(exc).__name__}: {message}); taking the "
-                      f"{self.route} route", RuntimeWarning, stacklevel=4)
+        self.left.append((failed, why))
+        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {failed} route on this {self.backend.name} "
+                      f"device: {why}; taking the {self.route} route", RuntimeWarning, stacklevel=5)
 
-    def _fill_table(self):
+    def _settle(self):
+        """Makes the first rung one that runs here: a route whose table or probe kernel does not compile,
+        or whose probe finds a difference, is left. An error at run time is raised, not hidden."""
         while True:
-            table = self._plan(GROUP_SIZE, GROUP_SIZE).get("sigmoid_table")
-            if table is None:
-                return  # a route that reads no table
+            plan = self._plan(GROUP_SIZE, GROUP_SIZE)
+            per_device = [plan[name] for name in ("sigmoid_table", "probe") if name in plan]
+            probe = plan.get("probe")
+            probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
             try:
-                _compile(table, (self.table,))
+                for launch in per_device:
+                    _compile(launch, (probe_out, self.table) if launch is probe else (self.table,))
             except Exception as exc:
-                self._fall_back(exc, table)
+                self._leave(_compile_failure(exc, launch))
                 continue
-            table.kernel[table.grid](self.table, **table.constexprs, **table.options)
+            if "sigmoid_table" in plan and not self.table_filled:
+                table = plan["sigmoid_table"]
+                table.kernel[table.grid](self.table, **table.constexprs, **table.options)
+                self.table_filled = True
+            if probe is not None:
+                probe.kernel[probe.grid](probe_out, self.table, **probe.constexprs, **probe.options)
+                counts, why = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
+                self.probes[self.route] = counts
+                if why:
+                    self._leave(why)
+                    continue
             if hasattr(self.module, "synchronize"):
                 self.module.synchronize()  # the table is filled before a call on any stream reads it
             return
 
     def call_launches(self, M, H, index_64, settings, args):
-        """[(launch, the indices of its arguments in args, the key of everything it compiles with)] of a
+        """[(launch, the indices of its arguments in args, its compiled kernels by specialization)] of a
         call's kernels (settings: the route's own where None), found once per shape: the first rung of the
         ladder whose kernels all compile for these arguments."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
         while found is None:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
-                      (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items())))
-                     for launch in self._plan(M, H, index_64, settings).values() if launch.name != "sigmoid_table"]
+                      {}) for launch in self._plan(M, H, index_64, settings).values()
+                     if launch.name not in ("sigmoid_table", "probe")]
             for launch, indices, _ in found:
                 try:
                     _compile(launch, tuple(args[i] for i in indices))
                 except Exception as exc:
-                    self._fall_back(exc, launch)
+                    self._leave(_compile_failure(exc, launch))
+                    self._settle()
                     found = None
                     break
         self.launches[key] = found
         return found
+
+
+def _compile_failure(exc, launch):
+    message = (str(exc).strip().splitlines() or [""])[0][:200]
+    return f"its {launch.name} kernel does not compile ({type(exc).__name__}: {message})"
+
+
+def _probe_verdict(values, size):
+    """({check: differences}, why the route is left or "") from the probe's per-program records (four
+    int32: differences, the first differing input, the native and the IEEE result there), for a PROBE_SIZE."""
+    counts, firsts = {}, {}
+    program = 0
+    for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
+        records = [values[4 * p:4 * p + 4] for p in range(program, program + programs)]
+        program += len(records)
+        counts[check] = sum(r[0] for r in records)
+        differing = [r for r in records if r[0]]
+        if differing:
+            firsts[check] = min(differing, key=lambda r: r[1])
+    if not firsts:
+        return counts, ""
+    check, (_, k, native, ieee) = next((c, firsts[c]) for c in PROBE_CHECKS if c in firsts)
+    others = ", ".join(f"{c} {counts[c]}" for c in PROBE_CHECKS if c in firsts and c != check)
+    return counts, (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the first at "
+                    f"{_probe_input(check, k, size)}: native 0x{native & 0xFFFFFFFF:08x}, IEEE "
+                    f"0x{ieee & 0xFFFFFFFF:08x}" + (f" (and in {others})" if others else ""))
 
 
 def _compile(launch, args):
@@ -893,10 +1237,12 @@ def route_for(device):
     return _device(torch.empty(0, device=device)).route
 
 
-# Compiled kernels by everything Triton specializes this kernel on: device, constexprs and options, every
-# pointer's 16-byte alignment and the 16-divisibility of the strides it specializes on (M and H are
-# multiples of 128). Later calls launch them directly, skipping Triton's per-call argument binding.
-_compiled = {}
+def ladder_for(device):
+    """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
+    ("left: why"), the one taken ("taken"), and those below it ("not tried")."""
+    dev = _device(torch.empty(0, device=device))
+    return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, "taken")]
+            + [(route, "not tried") for route in dev.routes[1:]])
 
 
 def _specialization(tensors, strides, storage_below_2gb):
@@ -932,21 +1278,22 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
-    for planned, indices, compiled_with in device.call_launches(M, H, index_64, settings, args):
+    # A launch's compiled kernel for this call's specialization is launched directly after its first call,
+    # skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments.
+    for planned, indices, compiled in device.call_launches(M, H, index_64, settings, args):
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
-        key = (device, compiled_with, specialization)
-        kernel = _compiled.get(key)
+        kernel = compiled.get(specialization)
         if kernel is not None:
             try:
                 kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
-                _compiled[key] = None
+                compiled[specialization] = None
         kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
-        if not _INTERPRET and key not in _compiled:
+        if not _INTERPRET and specialization not in compiled:
             # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
             kernel.constexpr_values = tuple(planned.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
-            _compiled[key] = kernel
+            compiled[specialization] = kernel
     return kernel
 
 

@@ -39,26 +39,32 @@ def test_every_backend_ends_its_ladder_on_a_route_that_needs_no_vendor_feature()
         assert all(route in solution.ROUTES for route in backend.routes)
 
 
-def test_a_main_kernel_that_does_not_compile_falls_back_once_with_a_warning(monkeypatch):
+def test_a_main_kernel_that_does_not_compile_falls_back_once_a_rung_with_a_warning(monkeypatch):
     _fresh_device(monkeypatch)
     calls = []
     _refuse_to_compile(monkeypatch, {"main"}, calls)
-    with pytest.warns(RuntimeWarning, match=r"the generic route's main kernel does not compile on this unknown "
-                                            r"device \(RuntimeError: PassManager::run failed\); taking the plain route"):
+    with pytest.warns(RuntimeWarning) as warned:
         _call_and_compare()
+    assert [str(w.message) for w in warned if "silu_dot" in str(w.message)] == [
+        "silu_dot_fwd_bwd_quant_fuse: left the generic route on this interpreter device: its main kernel does not "
+        "compile (RuntimeError: PassManager::run failed); taking the generic_per_element route",
+        "silu_dot_fwd_bwd_quant_fuse: left the generic_per_element route on this interpreter device: its main "
+        "kernel does not compile (RuntimeError: PassManager::run failed); taking the plain route"]
     assert solution.route_for("cpu") == "plain"
-    assert calls == ["sigmoid_table", "main", "plain_grad", "plain_y"]
+    assert calls == ["sigmoid_table", "main", "main", "plain_grad", "plain_y"]
     _call_and_compare()  # the same shape again: nothing is compiled or retried
-    assert calls == ["sigmoid_table", "main", "plain_grad", "plain_y"]
+    assert calls == ["sigmoid_table", "main", "main", "plain_grad", "plain_y"]
+    assert [how.split(":")[0] for _, how in solution.ladder_for("cpu")] == ["left", "left", "taken"]
 
 
-def test_a_sigmoid_table_that_does_not_compile_leaves_the_routes_that_read_it(monkeypatch):
+def test_a_sigmoid_table_that_does_not_compile_costs_the_table_not_the_rung(monkeypatch):
     _fresh_device(monkeypatch)
     calls = []
     _refuse_to_compile(monkeypatch, {"sigmoid_table"}, calls)
-    with pytest.warns(RuntimeWarning, match="the generic route's sigmoid_table kernel does not compile"):
+    with pytest.warns(RuntimeWarning, match="left the generic route on this interpreter device: its sigmoid_table "
+                                            "kernel does not compile .*; taking the generic_per_element route"):
         _call_and_compare()
-    assert solution.route_for("cpu") == "plain" and calls == ["sigmoid_table", "plain_grad", "plain_y"]
+    assert solution.route_for("cpu") == "generic_per_element" and calls == ["sigmoid_table", "main"]
 
 
 def test_the_last_rung_and_a_forced_route_raise_their_compile_error(monkeypatch):

@@ -9,6 +9,7 @@ import triton.language as tl
 
 import harness
 import solution
+from fixtures import native_arithmetic
 
 SHAPES = [(128, 128), (256, 128), (128, 384)]
 
@@ -153,7 +154,7 @@ def test_other_routes_use_256_threads_and_no_register_cap():
     ("cuda", "hip", "HYGON DCU K100_AI", "hygon"),
     ("musa", "musa", "MTT S4000", "mthreads"),
     ("npu", "npu", "Ascend910B3", "ascend"),
-    ("cpu", "interpreter", None, "unknown"),
+    ("cpu", "interpreter", None, "interpreter"),
     ("xpu", "xpu", "Intel Data Center GPU Max", "unknown"),
 ])
 def test_backends_are_recognised_by_device_type_target_and_name(device_type, target, name, expected):
@@ -162,16 +163,42 @@ def test_backends_are_recognised_by_device_type_target_and_name(device_type, tar
 
 def test_routes_take_their_features():
     for name, backend in solution.BACKENDS.items():
-        main = solution.launch_plan(backend, 1024, 2560, arch=90, sm_count=132)["main"]
-        features = solution.ROUTE_FEATURES[backend.route]
-        assert ("maxnreg" in main.options) is (backend.route == "nvidia"), name
-        assert main.constexprs["GRID_1D"] is features.grid_1d
-        assert main.constexprs["TRANSPOSE_IN_REGISTERS"] is features.transpose_in_registers
-        # Under the interpreter every route runs the IEEE arithmetic, tl.exp and no PTX (on the GPU, see
-        # test_compiled_kernel and the compile matrix).
-        assert main.constexprs["CUDA_ARCH"] == 0 and main.constexprs["IEEE_MATH"] and main.constexprs["NO_LIBDEVICE"]
-        assert main.constexprs["SIGMOID_TABLE"] is solution._SIGMOID_TABLE
-        assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
+        for route_name in backend.routes:
+            route = solution.ROUTE_TABLE[route_name]
+            plan = solution.launch_plan(backend, 1024, 2560, route=route_name, arch=90, sm_count=132)
+            assert ("sigmoid_table" in plan) is route.sigmoid_table, (name, route_name)
+            assert ("probe" in plan) is route.native_math, (name, route_name)
+            if route.two_pass:
+                assert list(plan) == ["plain_grad", "plain_y"]
+                continue
+            main = plan["main"]
+            assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
+            assert main.constexprs["GRID_1D"] is route.grid_1d
+            assert main.constexprs["TRANSPOSE_IN_REGISTERS"] is route.transpose_in_registers
+            assert main.constexprs["IEEE_MATH"] is not route.native_math
+            assert main.constexprs["SIGMOID_TABLE"] is route.sigmoid_table
+            # Under the interpreter no route runs PTX or libdevice (on the GPU, see test_compiled_kernel
+            # and the compile matrix).
+            assert main.constexprs["CUDA_ARCH"] == 0 and main.constexprs["NO_LIBDEVICE"]
+            assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
+            if route.native_math:  # the probe proves the main kernel's arithmetic under its options
+                assert plan["probe"].options == main.options
+                assert {k: plan["probe"].constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")} == {
+                    k: main.constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")}
+
+
+def test_every_ladder_drops_one_feature_at_a_time():
+    """native + table, native per element, IEEE + table, IEEE per element, plain: a rung below another
+    never has a feature the one above lacks (nvidia's own rungs on top, Ascend's one route apart)."""
+    order = ("native_math", "sigmoid_table")
+    for name, backend in solution.BACKENDS.items():
+        if name in ("ascend", "interpreter"):
+            continue
+        portable = [r for r in backend.routes if not solution.ROUTE_TABLE[r].ptx]
+        assert portable == ["native", "native_per_element", "generic", "generic_per_element", "plain"], name
+        for above, below in zip(portable, portable[1:]):
+            a, b = solution.ROUTE_TABLE[above], solution.ROUTE_TABLE[below]
+            assert [getattr(b, f) for f in order] < [getattr(a, f) for f in order] or b.two_pass, (above, below)
 
 
 def test_the_route_variable_and_output_layout_are_the_kits():
@@ -194,6 +221,8 @@ def test_the_table_is_gathered_only_where_triton_compiles_the_gather():
 @pytest.mark.parametrize("route", solution.ROUTES)
 @pytest.mark.parametrize("family", ["randn", "large", "heavy"])
 def test_every_route_matches_the_reference_under_the_interpreter(route, family, monkeypatch):
+    if solution.ROUTE_TABLE[route].native_math:  # numpy's own arithmetic fails the probe (tests/test_probe.py)
+        native_arithmetic.install(monkeypatch)
     _force_route(monkeypatch, route)
     M, H = 256, 256
     x, gy = harness.make_inputs(M, H, seed=4, family=family)
@@ -207,13 +236,17 @@ def test_every_route_matches_the_reference_under_the_interpreter(route, family, 
 
 def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
     monkeypatch.setattr(solution, "_SIGMOID_TABLE", False)
-    _force_route(monkeypatch, "generic")
+    monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
+    monkeypatch.setattr(solution, "_devices", {})
     x, gy = harness.make_inputs(128, 256, seed=7, family="large")
     ref = harness.run_reference(x, gy)
     out = harness.new_outputs(128, 256)
     solution.launch(x, gy, *out)
-    assert solution.launch_plan("unknown", 128, 256)["main"].constexprs["SIGMOID_TABLE"] is False
+    assert solution.route_for("cpu") == "generic_per_element"  # the table rungs are left out of the ladder
     assert harness.compare(out, ref)["passed"]
+    _force_route(monkeypatch, "generic")
+    with pytest.raises(ValueError, match="SILU_DOT_ROUTE=generic needs tl.gather"):
+        solution.launch(x, gy, *out)
 
 
 def test_a_forced_route_must_be_known(monkeypatch):
@@ -237,6 +270,7 @@ def _sprinkle_non_finite(x, gy):
 
 @pytest.mark.parametrize("route", ["nvidia", "ascend"])
 def test_non_finite_inputs_propagate_as_in_the_reference(route, monkeypatch):
+    native_arithmetic.install(monkeypatch)  # the nvidia route's probe passes on it
     # The CPU reference divides absmax by 127 where the GPU's multiplies by 1/127, so a group's
     # largest int8 may differ by one here; groups with a non-finite absmax must match exactly.
     _force_route(monkeypatch, route)
@@ -285,7 +319,7 @@ def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384):
 def test_a_1d_grid_of_several_tiles_a_program_writes_the_same_bytes(monkeypatch):
     # 3 x 3 tiles on at most 8 programs (the sigmoid table's grid): two tiles a program, the last program
     # repeating the last tile.
-    monkeypatch.setitem(solution.BACKENDS, "unknown", solution.BACKENDS["unknown"]._replace(max_grid=(8, 1, 1)))
+    monkeypatch.setitem(solution.BACKENDS, "interpreter", solution.BACKENDS["interpreter"]._replace(max_grid=(8, 1, 1)))
     assert _same_bytes_as_the_default_launch(monkeypatch, "ascend", M=384, H=384) == [0, 0, 0, 0]
     [(main, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.grid == (5, 1, 1) and main.constexprs["TILES_PER_PROGRAM"] == 2
@@ -321,12 +355,14 @@ class _StandInDevice:
     def __getattr__(self, attr):
         def record(*args, **kwargs):
             self.calls.append(f"{self.name}.{attr}")
-            return {"current_device": 0, "get_device_name": "Stand-in"}.get(attr, contextlib.nullcontext())
+            return {"current_device": 0, "get_device_name": "Stand-in", "is_current_stream_capturing": False}.get(
+                attr, contextlib.nullcontext())
         return record
 
 
 @pytest.mark.parametrize("device_type, backend", [("musa", "mthreads"), ("npu", "ascend")])
 def test_a_device_that_is_not_cuda_never_reaches_torch_cuda(device_type, backend, monkeypatch):
+    native_arithmetic.install(monkeypatch)  # Moore Threads' first rung is native: its probe runs here
     calls = []
     monkeypatch.setattr(torch, device_type, _StandInDevice(calls, device_type), raising=False)
     for attr in ("device", "current_device", "synchronize", "get_device_properties", "get_device_name"):

@@ -1,0 +1,125 @@
+"""The probe (issue 23): a native route proves its arithmetic on the device at first use, and a route whose
+probe finds a difference from IEEE arithmetic is left for the next rung with one warning, the call's bytes
+unchanged. Under the interpreter the native arithmetic is numpy's; an exact stand-in of it is the baseline,
+and each fault a chip's compiler could have is injected into it."""
+import numpy as np
+import pytest
+import torch
+import triton.language as tl
+from triton.runtime import interpreter
+
+import harness
+import solution
+
+from fixtures.native_arithmetic import ORIGINAL_FMA, exact_cast, install
+
+pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the faults are injected into the interpreter")
+
+
+@pytest.fixture
+def native_interpreter(monkeypatch):
+    """A fresh device whose ladder is the portable one, on an interpreter whose native arithmetic is exact."""
+    install(monkeypatch)
+    monkeypatch.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS["interpreter"]
+                                               ._replace(routes=solution.BACKENDS["unknown"].routes)})
+    monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
+    monkeypatch.setattr(solution, "_devices", {})
+    monkeypatch.setattr(solution, "PROBE_SIZE", {**solution.PROBE_SIZE, "EXPONENT_STEP": 64, "MAX_ROWS": 128})
+    return monkeypatch
+
+
+def _call(M=128, H=128):
+    x, gy = harness.make_inputs(M, H, seed=5, family="specials")
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    return out
+
+
+def _bytes(outputs):
+    return [t.view(torch.uint8).flatten() if t.dtype != torch.float32 else t.view(torch.int32).flatten()
+            for t in outputs]
+
+
+def test_the_exact_stand_in_passes_the_probe_and_runs_the_native_route(native_interpreter):
+    out = _call()
+    assert solution.route_for("cpu") == "native"
+    assert solution.ladder_for("cpu")[0] == ("native", "taken")
+    reference = harness.run_reference(*harness.make_inputs(128, 128, seed=5, family="specials"))
+    assert harness.compare(out, reference)["passed"]
+
+
+def _ieee_bytes(monkeypatch, route="generic"):
+    """The bytes of the IEEE rung a fallback takes (a NaN's payload may differ between rungs)."""
+    monkeypatch.setattr(solution, "_devices", {})
+    monkeypatch.setenv(solution.ROUTE_ENV, route)
+    out = _bytes(_call())
+    monkeypatch.delenv(solution.ROUTE_ENV)
+    monkeypatch.setattr(solution, "_devices", {})
+    return out
+
+
+def _fault_is_reported(monkeypatch, check, left=("native", "native_per_element")):
+    expected = _ieee_bytes(monkeypatch)
+    with pytest.warns(RuntimeWarning, match=rf"left the native route .*its probe found \d+ differences from IEEE "
+                                            rf"arithmetic in {check}, the first at "):
+        out = _bytes(_call())
+    ladder = dict(solution.ladder_for("cpu"))
+    assert [route for route, how in ladder.items() if how.startswith("left:")] == list(left)
+    assert all(torch.equal(a, b) for a, b in zip(out, expected)), "the fallback's bytes differ from IEEE's"
+
+
+def test_bf16_by_truncation_is_found(native_interpreter):
+    def truncating(self, src, dst_type, *rounding_mode):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return interpreter.TensorHandle((src.data.view(np.uint32) >> 16).astype(np.uint16), dst_type.scalar)
+        return exact_cast(self, src, dst_type)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
+    _fault_is_reported(native_interpreter, "bf16 rounding")
+
+
+def test_an_fma_split_into_a_multiply_and_an_add_is_found(native_interpreter):
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fma", ORIGINAL_FMA)  # x * y + z
+    _fault_is_reported(native_interpreter, "fma")
+
+
+def test_int8_of_nan_not_zero_is_found(native_interpreter):
+    def nan_to_minus_128(self, src, dst_type):
+        out = exact_cast(self, src, dst_type)
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.int8:
+            out.data[np.isnan(src.data)] = -128
+        return out
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", nan_to_minus_128)
+    _fault_is_reported(native_interpreter, "quantizer")
+
+
+def test_a_max_that_drops_nan_is_found(native_interpreter):
+    def fmax(self, lhs, rhs):
+        return interpreter.TensorHandle(np.fmax(lhs.data, rhs.data), lhs.dtype.scalar)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_maximumf", fmax)
+    _fault_is_reported(native_interpreter, "group max")
+
+
+def test_a_sigmoid_one_ulp_off_is_found(native_interpreter):
+    import triton
+
+    @triton.jit
+    def one_ulp_off(d):
+        r = solution.reciprocal_keeping_subnormals(d)
+        return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
+    native_interpreter.setattr(solution, "reciprocal_native", one_ulp_off)
+    expected = _ieee_bytes(native_interpreter, "generic_per_element")
+    native_interpreter.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS[
+        "interpreter"]._replace(routes=("native_per_element", "generic_per_element", "plain"))})
+    with pytest.warns(RuntimeWarning, match=r"left the native_per_element route .*in sigmoid, the first at gate"):
+        out = _bytes(_call())
+    assert solution.route_for("cpu") == "generic_per_element"
+    assert all(torch.equal(a, b) for a, b in zip(out, expected))
+
+
+def test_the_first_call_under_graph_capture_says_to_call_once_before(monkeypatch):
+    monkeypatch.setattr(solution, "_devices", {})
+    monkeypatch.setattr(solution, "_device_module", lambda x: type("Capturing", (), {
+        "is_current_stream_capturing": staticmethod(lambda: True)}))
+    with pytest.raises(RuntimeError, match="call it once before capturing"):
+        _call()
