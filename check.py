@@ -531,7 +531,8 @@ def print_failures(rows, strict, device, more_in_json):
 
 
 def report(args, env, device, route, static, rows, fused_launches):
-    """Prints the verdict and its details, writes the --json report; returns the exit code."""
+    """Prints the verdict and its details, writes the --json report (route: {"taken", "ladder"}); returns
+    the exit code."""
     if fused_launches:
         static["numerics"] += [f"{name} was launched without enable_fp_fusion=False (FMA contraction changes "
                                "rounding)" for name in sorted(fused_launches)]
@@ -559,7 +560,7 @@ def report(args, env, device, route, static, rows, fused_launches):
     if args.json:
         record = {"tool": "check", "environment": env, "solution": args.solution, "strict": args.strict,
                   "seeds": args.seeds, "families": args.families,
-                  "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), "taken": route},
+                  "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), **route},
                   "static": static, "rows": rows, "passed": passed}
         Path(args.json).write_text(json.dumps(record, indent=2))
     return 0 if passed else 1
@@ -668,12 +669,25 @@ def main(argv=None):
     fn = module.silu_dot_fwd_bwd_quant_fuse
     route = harness.route_name(module, device)
     print(f"route: {route}")
+    print_ladder(harness.route_ladder(module, device))
     shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])
     rows, fused_launches = run_shapes(fn, shapes, args.seeds, args.families, args.strict, device)
     route_after = harness.route_name(module, device)
+    ladder = harness.route_ladder(module, device)
     if route_after != route:
         print(f"route after the calls: {route_after} (the {route} route fell back; its warning is above)")
-    return report(args, env, device, route_after, static, rows, fused_launches)
+        print_ladder(ladder)
+    return report(args, env, device, {"taken": route_after, "ladder": ladder}, static, rows, fused_launches)
+
+
+def print_ladder(ladder):
+    """The rungs above the one taken, each with why it was left, and the rungs below in one line."""
+    below = [route for route, how in ladder if how == "not tried"]
+    for route, how in ladder:
+        if how != "not tried":
+            print(f"  {route}: {how}")
+    if below:
+        print(f"  not tried, below it: {', '.join(below)}")
 
 
 if __name__ == "__main__":

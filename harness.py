@@ -137,6 +137,18 @@ def route_name(module, device):
         return f"unknown (route_for raised {type(exc).__name__}: {exc})"
 
 
+def route_ladder(module, device):
+    """[(route, how it stands)] of the solution module's ladder on device (its ladder_for(device)): the
+    rungs left and why, the one taken, those not tried. [] where the solution has none or it raised."""
+    ladder_for = getattr(module, "ladder_for", None)
+    if not callable(ladder_for):
+        return []
+    try:
+        return [(str(route), str(how)) for route, how in ladder_for(device)]
+    except Exception:  # route_name reports it
+        return []
+
+
 def reference_fn():
     return load_solution(ROOT / "reference.py", name="reference_for_harness").silu_dot_fwd_bwd_quant_fuse
 

@@ -27,7 +27,7 @@ Each row says how far it got, never more:
                                                 a shape launch_plan refused, a row the table contradicts)
 A row fails when its compile fails (compile_matrix's verdict: crash, error, lost stores; on Ascend also
 bishengir-compile's errors, "ub overflow" among them), when a launch breaks a limit, or when the compiled
-TTIR has inline asm off the nvidia route.
+TTIR has inline asm on a chip other than NVIDIA.
 
 Each Triton lives in a venv of its own (python -m venv --system-site-packages: the system site-packages'
 torch is reused; pip install --no-deps: nothing else is pulled in), made once in $SILU_DOT_JUDGE_VENVS
@@ -151,11 +151,11 @@ def launch_problems(backend, launch):
     return problems
 
 
-def compiled_problems(route, result):
-    """What a compile's TTIR uses that no judge chip is known to take, on a route: result is
+def compiled_problems(chip, result):
+    """What a compile's TTIR uses that the judge chip (its backend's name) is not known to take: result is
     compile_matrix.compile_one's."""
-    if route != "nvidia" and result.get("inline_asm"):
-        return [f"{result['inline_asm']} inline asm in TTIR, off the nvidia route (the only asm known to compile "
+    if chip != "nvidia" and result.get("inline_asm"):
+        return [f"{result['inline_asm']} inline asm in TTIR, on the {chip} chip (the only asm known to compile "
                 "on a judge chip is NVIDIA's PTX)"]
     return []
 
@@ -275,7 +275,7 @@ def plan_row(solution, row_index, shapes):
             job = jobs.get(key)
             if job is None:
                 job = jobs[key] = {
-                    "row": row_index, "key": repr(key), "target": row.target, "backend": target_backend, "arch": arch,
+                    "row": row_index, "chip": row.backend, "key": repr(key), "target": row.target, "backend": target_backend, "arch": arch,
                     "warp_size": warp_size, "route": route, "plan": plan_call, "launch": name,
                     "kernel": launch.kernel.__name__, "settings": compile_matrix.settings_text(launch),
                     "shapes": 0, "launches_checked": 0, "limit_problems": [], "labels": []}
@@ -430,7 +430,7 @@ def _compile_rows(compiles, solution_path, jobs, timeout, log):
     rows = []
     for python, job in compiles:
         ok, detail, result, seconds = compiled[(python, job["target"], job["key"])]
-        problems = compiled_problems(job["route"], result) if result else []
+        problems = compiled_problems(job["chip"], result) if result else []
         rows.append({**job, "ok": ok and not problems and not job["limit_problems"], "reached": reached(ok, result),
                      "compile": detail if ok and not problems else "FAIL: " + "; ".join(problems + [detail]),
                      "result": result, "seconds": seconds})

@@ -1241,7 +1241,10 @@ def ladder_for(device):
     """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
     ("left: why"), the one taken ("taken"), and those below it ("not tried")."""
     dev = _device(torch.empty(0, device=device))
-    return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, "taken")]
+    taken = "taken"
+    if dev.route in dev.probes:
+        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(dev.probes[dev.route])})"
+    return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
             + [(route, "not tried") for route in dev.routes[1:]])
 
 

@@ -1,5 +1,6 @@
 """check.py end to end on CPU: the real solution passes; every broken fixture fails for its named reason."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 import check
+import solution
 from fixtures.broken_solutions import BROKEN, STATIC
 from fixtures.fake_solutions import FAKES, fake_source
 
@@ -48,6 +50,23 @@ def test_real_solution_passes_every_check(tmp_path):
         assert proc.stdout.splitlines()[0].startswith("check.py: no GPU found")
 
 
+def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
+    # The interpreter's own arithmetic is numpy's, whose fp32 -> bf16 cast truncates: with the native rungs
+    # put on top of its ladder, their probe finds it, and the call takes the IEEE rung.
+    path = make_broken([('    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain"), ',
+                         '    Backend("interpreter", "cpu", (), "", _PORTABLE_LADDER, ')], tmp_path)
+    proc, report = run_check(path, tmp_path=tmp_path, fast=["--shapes", "128x128", "--seeds", "1", "--families",
+                                                            "randn"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    at = lines.index("route: generic")
+    assert re.fullmatch(r"  native: left: its probe found \d+ differences from IEEE arithmetic in bf16 rounding, the "
+                        r"first at fp32 0x[0-9a-f]{8}: native 0x[0-9a-f]{8}, IEEE 0x[0-9a-f]{8}.*", lines[at + 1])
+    assert lines[at + 2].startswith("  native_per_element: left: its probe found")
+    assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, plain"]
+    assert [route for route, _ in report["route"]["ladder"]] == list(solution.BACKENDS["unknown"].routes)
+
+
 @pytest.mark.parametrize("name", sorted(FAKES))
 def test_fake_solution_fails_the_check_it_is_made_for(name, tmp_path):
     _, _, check_name, detail = FAKES[name]
@@ -74,7 +93,7 @@ def test_route_is_forced_through_the_environment_and_reported(tmp_path):
                              fast=["--shapes", "128x128", "--seeds", "1", "--families", "randn"])
     device = report["environment"]["device"]
     assert f"route: portable:{device}" in proc.stdout.splitlines()
-    assert report["route"] == {"requested": "portable", "taken": f"portable:{device}"}
+    assert report["route"] == {"requested": "portable", "taken": f"portable:{device}", "ladder": []}
     checks = report["rows"][0]["checks"]
     assert all(result["problems"] == ["raised ValueError: not implemented"] for result in checks.values())
 

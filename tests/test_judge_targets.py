@@ -113,12 +113,12 @@ def test_a_shape_the_plan_refuses_is_reported_not_dropped():
                                           "(1 shapes, first b)"]
 
 
-def test_inline_asm_is_held_against_every_route_but_nvidia():
+def test_inline_asm_is_held_against_every_chip_but_nvidia():
     result = {"gathers": 1, "inline_asm": 2}
-    problems = judge_targets.compiled_problems("generic", result)
-    assert len(problems) == 1 and problems[0].startswith("2 inline asm in TTIR, off the nvidia route")
+    problems = judge_targets.compiled_problems("metax", result)
+    assert len(problems) == 1 and problems[0].startswith("2 inline asm in TTIR, on the metax chip")
     assert judge_targets.compiled_problems("nvidia", result) == []
-    assert judge_targets.compiled_problems("generic", {"gathers": 1, "inline_asm": 0}) == []
+    assert judge_targets.compiled_problems("metax", {"gathers": 1, "inline_asm": 0}) == []
 
 
 def test_a_row_says_how_far_it_got_and_never_more():
