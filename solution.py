@@ -117,16 +117,18 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
-def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr):
+def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid,
     subnormal results kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is
     inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
-    may flush, so neither form lets a division make a subnormal: the IEEE form divides once
-    (reciprocal_keeping_subnormals), the native form divides a normal number too and rounds a subnormal result with an fma
-    (reciprocal_native)."""
+    may flush: the IEEE form never lets a division make a subnormal (reciprocal_keeping_subnormals), the
+    nvidia route divides with PTX div.rn.f32, and the native form with the backend's div_rn, which the
+    probe proves on every bf16 gate before a native route runs (reciprocal_native)."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
     if IEEE_MATH:
         return reciprocal_keeping_subnormals(d)
+    elif CUDA_ARCH > 0:
+        return _reciprocal_ptx(d)
     else:
         return reciprocal_native(d)
 
@@ -163,22 +165,11 @@ def reciprocal_keeping_subnormals(d):
 
 @triton.jit
 def reciprocal_native(d):
-    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
-    of normal numbers with a normal quotient (so a flushing division gives the same bits) and one fma
-    (the native sigmoid's: the probe proves it on each device, over every bf16 gate). Where 1/d is
-    subnormal (d in [2**126, 2**128)), 1/d = n * 2**-149 with n the integer nearest 2**149/d: x = d *
-    2**-149 is exact and 1/x normal, so n is floor(1/x) or one more, and the sign of the exact remainder
-    1 - x * (floor + 1/2), which an fma's rounding keeps, picks it (0: a tie, n even). Cheaper than the
-    IEEE form's integer remainder; a reciprocal of fma alone (Newton from a seed on the bits) was
-    measured slower (PERF_NOTES.md, ninth round)."""
-    subnormal = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
-    x = tl.where(subnormal, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
-    y = tl.math.div_rn(1.0, tl.where(x <= _LARGEST_FINITE, x, 1.0))
-    base = tl.where(subnormal, y, 0.0).to(tl.int32)
-    above_half = tl.fma(-x, base.to(tl.float32) + 0.5, 1.0)
-    n = tl.where((above_half > 0) | ((above_half == 0) & ((base & 1) == 1)), base + 1, base)
-    # inf: 0; NaN: NaN
-    return tl.where(subnormal, n.to(tl.float32, bitcast=True), tl.where(x <= _LARGEST_FINITE, y, tl.where(x != x, x, 0.0)))
+    """1/d by the backend's own IEEE division, for the native sigmoid. Where it flushes a subnormal
+    quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the route is
+    left. Cheaper than any exact form built around a flushing division: one measured 1.47x and 1.72x the
+    nvidia route's time where this measured 1.20x (PERF_NOTES.md, tenth round)."""
+    return tl.math.div_rn(1.0, d)
 
 
 _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
@@ -200,7 +191,8 @@ else:
 
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr):
+                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr,
+                   CUDA_ARCH: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates.
 
     SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton
@@ -216,7 +208,7 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
     else:
-        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH)
+        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH)
 
 
 @triton.jit
@@ -300,6 +292,14 @@ def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
 
 
 @triton.jit
+def _reciprocal_ptx(d):
+    """1/d by PTX div.rn.f32: IEEE, subnormal results kept (Triton 3.6 emits the same for tl.math.div_rn,
+    3.0-3.5 div.rn.ftz.f32, which flushes them). Twin: reciprocal_native, proven by the probe."""
+    return tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=r,r,r", [tl.full(d.shape, 1.0, tl.float32), d],
+                                     dtype=tl.float32, is_pure=True, pack=1)
+
+
+@triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that
     share a reduced value all store it (same address, same value). tl.store would first move the
@@ -330,7 +330,7 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
     IEEE form on every route (one fill a device: its cost does not matter, and it needs no proof)."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
-    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE, True))
+    tl.store(table_ptr + i, sigmoid(bits.to(tl.float32, bitcast=True), NO_LIBDEVICE, True, 0))
 
 
 @triton.jit
@@ -346,7 +346,7 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
     gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
                  eviction_policy="evict_first").to(tl.float32)
-    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH)
+    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
     y, d_gate, d_up = silu_dot_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     s_gate = group_scale(group_absmax(d_gate, 1, IEEE_MATH))
@@ -497,7 +497,7 @@ def _plain_y_kernel(x_ptr, y_q_ptr, y_s_ptr, H, stride_x, stride_yq, stride_ys,
     gate = tl.load(x_ptr + x_offs).to(tl.float32)
     up = tl.load(x_ptr + x_offs + H).to(tl.float32)
     # Only y is kept; gate stands in for the grad_y this kernel does not read.
-    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE, True), True)
+    y, _, _ = silu_dot_fwd_bwd(gate, up, gate, sigmoid(gate, NO_LIBDEVICE, True, 0), True)
     y = y.to(tl.float32)
     s_y = group_scale(group_absmax(y, 0, True))
     tl.store(y_s_ptr + channels * stride_ys + pid_m, s_y)
@@ -580,8 +580,9 @@ def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constex
     the native result's bits, the IEEE result's), for _record (see _probe_kernel)."""
     if CHECK == 0:  # sigmoid: every bf16 gate, the route's own sigmoid against the IEEE one computed
         gate = _float(k << 16)
-        native = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False)
-        ieee = sigmoid(gate, NO_LIBDEVICE, True)
+        native = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False,
+                             CUDA_ARCH)
+        ieee = sigmoid(gate, NO_LIBDEVICE, True, 0)
         # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
         return (_differ(native, ieee) & (gate == gate), _bits(native), _bits(ieee))
     elif CHECK == 1:  # fp32 -> bf16: every high half, with the low halves that decide the rounding
@@ -640,7 +641,8 @@ def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constex
         up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
         gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
         # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
-        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False)
+        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False,
+                             CUDA_ARCH)
         native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, False, CUDA_ARCH)
         ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, 0)
         scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
@@ -746,15 +748,16 @@ def _probe_input(check, k, size):
 class Route(NamedTuple):
     """One rung of a ladder: everything a route is, read by the launcher, the probe and the tools.
 
-    native_math: the backend's own conversions, fma and NaN-keeping max (proven on each device by the
-    probe before use), else IEEE arithmetic on integers and fp32 (see the module docstring).
+    native_math: the backend's own conversions, fma, division and NaN-keeping max (proven on each device
+    by the probe before use, see probed), else IEEE arithmetic on integers and fp32 (the module docstring).
     sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
     two_pass: the plain kernels (grad_input, then y from x read again), else one program per tile.
     ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
     libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
     transpose_in_registers, grid_1d: Ascend's layout needs (see _silu_dot_quant_kernel).
     register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg;
-    otherwise 256 threads a program. chunk: tokens per slice."""
+    otherwise 256 threads a program. chunk: tokens per slice (16 with the sigmoid per element, whose
+    temporaries would otherwise cost half the programs an SM: 160 against 99 registers on sm_90)."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -766,14 +769,22 @@ class Route(NamedTuple):
     register_capped: bool = False
     chunk: int = 32
 
+    @property
+    def probed(self):
+        """Whether the probe proves the route's arithmetic before it runs: every native route's but the
+        nvidia ones, whose PTX conversions, fma and division are defined by the ISA and were proven
+        exhaustively on the H100 (tools/exhaustive_exactness.py), and whose first call the probe's compile
+        would take from 2.5-2.9 s to 4.3-4.7 s (H100, PERF_NOTES.md, tenth round)."""
+        return self.native_math and not self.ptx
+
 
 ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True),
     Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True),
     Route("native", native_math=True, sigmoid_table=True),
-    Route("native_per_element", native_math=True, sigmoid_table=False),
+    Route("native_per_element", native_math=True, sigmoid_table=False, chunk=16),
     Route("generic", native_math=False, sigmoid_table=True),
-    Route("generic_per_element", native_math=False, sigmoid_table=False),
+    Route("generic_per_element", native_math=False, sigmoid_table=False, chunk=16),
     # Ascend keeps its own route: its compiler splits tl.fma (so native arithmetic cannot be proven there),
     # its libdevice exp is a stub, and its stores want a contiguous last dimension; 16-token slices fit its
     # unified buffer.
@@ -929,7 +940,7 @@ def _signature(kernel):
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
-    (once per device, on a table route), "probe" (once per device, on a native route) and "main"; on the
+    (once per device, on a table route), "probe" (once per device, where Route.probed) and "main"; on the
     plain rung "plain_grad" and "plain_y". The launcher below launches exactly these. A ValueError if a
     grid exceeds the backend's."""
     backend = _backend(backend)
@@ -962,7 +973,7 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         else:
             tiles_per_program = 1
             grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
-        if route.native_math:  # compiled with the main kernel's options, as it must prove that kernel's math
+        if route.probed:  # compiled with the main kernel's options, as it must prove that kernel's math
             launches.append(KernelLaunch(
                 "probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
                 {"probe_ptr": "*i32", "table_ptr": "*fp32"},

@@ -28,15 +28,15 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
     proc, report = run_targets("cuda:90,hip:gfx942", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     compiled = {(r["target"], r["route"], r["kernel"]) for r in report["rows"] if r["ok"]}
-    every_rung = {(target, route, kernel)
-                  for target, routes in (("cuda:90", ("nvidia", "generic")), ("hip:gfx942", ("amd", "generic")))
-                  for route in routes for kernel in ("_silu_dot_quant_kernel",)}
-    plain = {(target, "plain", kernel) for target in ("cuda:90", "hip:gfx942")
-             for kernel in ("_plain_grad_kernel", "_plain_y_kernel")}
-    tables = {(target, route, "_sigmoid_table_kernel")
-              for target, routes in (("cuda:90", ("nvidia", "generic")), ("hip:gfx942", ("amd", "generic")))
-              for route in routes}
-    assert compiled == every_rung | plain | tables
+    ladders = {"cuda:90": ("nvidia", "nvidia_per_element", "native", "native_per_element", "generic",
+                           "generic_per_element"),
+               "hip:gfx942": ("native", "native_per_element", "generic", "generic_per_element")}
+    mains = {(target, route, "_silu_dot_quant_kernel") for target, routes in ladders.items() for route in routes}
+    probes = {(target, route, "_probe_kernel") for target in ladders for route in ("native", "native_per_element")}
+    plain = {(target, "plain", kernel) for target in ladders for kernel in ("_plain_grad_kernel", "_plain_y_kernel")}
+    # One table launch serves every table rung; its row names the first.
+    tables = {("cuda:90", "nvidia", "_sigmoid_table_kernel"), ("hip:gfx942", "native", "_sigmoid_table_kernel")}
+    assert compiled == mains | probes | plain | tables
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
 

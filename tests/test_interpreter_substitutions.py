@@ -92,7 +92,7 @@ def test_interpreter_quantizer_equals_torch_division_and_truncation():
 def _sigmoid_kernel(g_ptr, out_ptr, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
-    tl.store(out_ptr + offs, solution.sigmoid(tl.load(g_ptr + offs, mask=mask), True, True), mask=mask)
+    tl.store(out_ptr + offs, solution.sigmoid(tl.load(g_ptr + offs, mask=mask), True, True, 0), mask=mask)
 
 
 def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
@@ -114,7 +114,7 @@ def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
     tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True, True,
-                                                     True))
+                                                     True, 0))
 
 
 @pytest.mark.skipif(not hasattr(tl, "gather"), reason=f"the table is read with tl.gather, which Triton "

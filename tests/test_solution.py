@@ -167,7 +167,7 @@ def test_routes_take_their_features():
             route = solution.ROUTE_TABLE[route_name]
             plan = solution.launch_plan(backend, 1024, 2560, route=route_name, arch=90, sm_count=132)
             assert ("sigmoid_table" in plan) is route.sigmoid_table, (name, route_name)
-            assert ("probe" in plan) is route.native_math, (name, route_name)
+            assert ("probe" in plan) is route.probed is (route.native_math and not route.ptx), (name, route_name)
             if route.two_pass:
                 assert list(plan) == ["plain_grad", "plain_y"]
                 continue
@@ -181,7 +181,7 @@ def test_routes_take_their_features():
             # and the compile matrix).
             assert main.constexprs["CUDA_ARCH"] == 0 and main.constexprs["NO_LIBDEVICE"]
             assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
-            if route.native_math:  # the probe proves the main kernel's arithmetic under its options
+            if route.probed:  # the probe proves the main kernel's arithmetic under its options
                 assert plan["probe"].options == main.options
                 assert {k: plan["probe"].constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")} == {
                     k: main.constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")}

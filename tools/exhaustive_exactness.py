@@ -67,9 +67,9 @@ def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexp
                     IEEE_MATH: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(direct_ptr + offs, solution.sigmoid(g, False, IEEE_MATH))
+    tl.store(direct_ptr + offs, solution.sigmoid(g, False, IEEE_MATH, CUDA_ARCH))
     tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE,
-                                                        IEEE_MATH))
+                                                        IEEE_MATH, CUDA_ARCH))
 
 
 @triton.jit
@@ -80,7 +80,7 @@ def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, 
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
-    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_MATH)
+    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
     y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, IEEE_MATH)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
