@@ -755,9 +755,9 @@ class Route(NamedTuple):
     ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
     libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
     transpose_in_registers, grid_1d: Ascend's layout needs (see _silu_dot_quant_kernel).
-    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg;
-    otherwise 256 threads a program. chunk: tokens per slice (16 with the sigmoid per element, whose
-    temporaries would otherwise cost half the programs an SM: 160 against 99 registers on sm_90)."""
+    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg.
+    Otherwise threads a program (at most the backend's), chunk tokens a slice and y_chunk channels a row
+    of y read back: the fastest of each rung on the H100 (PERF_NOTES.md, tenth round)."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -768,6 +768,8 @@ class Route(NamedTuple):
     grid_1d: bool = False
     register_capped: bool = False
     chunk: int = 32
+    threads: int = 256
+    y_chunk: int = 64
 
     @property
     def probed(self):
@@ -781,8 +783,8 @@ class Route(NamedTuple):
 ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True),
     Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True),
-    Route("native", native_math=True, sigmoid_table=True),
-    Route("native_per_element", native_math=True, sigmoid_table=False, chunk=16),
+    Route("native", native_math=True, sigmoid_table=True, y_chunk=32),
+    Route("native_per_element", native_math=True, sigmoid_table=False, threads=512),
     Route("generic", native_math=False, sigmoid_table=True),
     Route("generic_per_element", native_math=False, sigmoid_table=False, chunk=16),
     # Ascend keeps its own route: its compiler splits tl.fma (so native arithmetic cannot be proven there),
@@ -896,10 +898,12 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
     three programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the
     grid needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
     three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner.
-    Every other route: 256 threads a program (fewer where the backend allows fewer), no register cap;
-    on the ascend route 16-token slices, so that a slice's temporaries (the sigmoid computed per
-    element, its integer reciprocal included) fit Ascend's unified buffer (32-token slices need 221 KB
-    of its 192 KB: bishengir's "ub overflow").
+    Every other route: its record's threads (fewer where the backend allows fewer), slices and y rows,
+    no register cap. The native rung reads y back in 32-channel rows, the native rung with the sigmoid
+    per element runs 512 threads (its temporaries at 256 took 160 registers, one program an SM), the
+    IEEE one 16-token slices (the IEEE reciprocal is longer still); the ascend route 16-token slices,
+    so that a slice's temporaries fit Ascend's unified buffer (32-token slices need 221 KB of its
+    192 KB: bishengir's "ub overflow").
     """
     backend = _backend(backend)
     route = _route(route or backend.route)
@@ -909,8 +913,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
                 and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
-    return LaunchSettings(num_warps=max(1, min(256, backend.max_threads) // (warp_size or backend.warp_size)),
-                          chunk=route.chunk, y_chunk=64, maxnreg=None)
+    return LaunchSettings(num_warps=max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size)),
+                          chunk=route.chunk, y_chunk=route.y_chunk, maxnreg=None)
 
 
 def _route(route):

@@ -128,10 +128,15 @@ def test_every_backend_launches_within_its_limits_with_options_it_accepts(name):
             assert all(n <= limit for n, limit in zip(launch.grid, backend.max_grid))
 
 
-def test_other_routes_use_256_threads_and_no_register_cap():
+def test_other_routes_take_their_records_threads_within_the_backends_and_no_register_cap():
     for name, warp_size in (("amd", 64), ("unknown", 32), ("iluvatar", 64), ("metax", 64)):
-        settings = solution.launch_settings(name, 2048, 4096, 132, warp_size=warp_size)
-        assert settings.num_warps * warp_size == 256 and settings.maxnreg is None
+        for route in solution.BACKENDS[name].routes:
+            record = solution.ROUTE_TABLE[route]
+            settings = solution.launch_settings(name, 2048, 4096, 132, route=route, warp_size=warp_size)
+            threads = min(record.threads, solution.BACKENDS[name].max_threads)
+            assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
+            assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk)
+    assert solution.launch_settings("metax", 2048, 4096, route="native_per_element").num_warps * 64 == 512
     assert solution.launch_settings("mthreads", 2048, 4096).num_warps * 32 == 128  # at most 128 threads there
     assert solution.launch_settings("nvidia", 2048, 4096, route="generic").maxnreg is None
     with pytest.raises(ValueError, match="unknown route 'cuda'"):
