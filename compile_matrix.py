@@ -145,6 +145,13 @@ def planned_launch(solution, job):
     return solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])[job["launch"]]
 
 
+def ladder(solution, backend):
+    """The routes of a backend's ladder that this Triton can have (the solution's route_available, where it
+    has one): the rungs a device could take, so the rungs to compile."""
+    available = getattr(solution, "route_available", None)
+    return [r for r in backend.routes if not callable(available) or available(r)]
+
+
 def plan(solution_path, targets):
     """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
     shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
@@ -155,7 +162,7 @@ def plan(solution_path, targets):
         sm_count = multiprocessors(backend, arch)
         solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
         seen, labels = {}, {}
-        for route, (label, M, H) in ((r, s) for r in solution_backend.routes for s in shapes):
+        for route, (label, M, H) in ((r, s) for r in ladder(solution, solution_backend) for s in shapes):
             plan_call = {"args": [solution_backend.name, M, H],
                          "kwargs": {"route": route, "arch": arch, "sm_count": sm_count, "warp_size": warp_size}}
             for name, launch in solution.launch_plan(*plan_call["args"], **plan_call["kwargs"]).items():

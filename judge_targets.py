@@ -262,7 +262,7 @@ def plan_row(solution, row_index, shapes):
     # What the device's driver would report: 0 on Ascend (launch_plan then uses the table's warp size).
     reported_warp_size = 0 if target_backend == "npu" else backend.warp_size
     jobs, refused = {}, []
-    for route, (label, M, H) in ((r, s) for r in backend.routes for s in shapes):
+    for route, (label, M, H) in ((r, s) for r in compile_matrix.ladder(solution, backend) for s in shapes):
         plan_call = {"args": [row.backend, M, H], "kwargs": {"route": route, "arch": row.plan_arch,
                                                               "sm_count": row.sm_count, "warp_size": reported_warp_size}}
         try:

@@ -168,7 +168,7 @@ def reciprocal_native(d):
     """1/d by the backend's own IEEE division, for the native sigmoid. Where it flushes a subnormal
     quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the route is
     left. Cheaper than any exact form built around a flushing division: one measured 1.47x and 1.72x the
-    nvidia route's time where this measured 1.20x (PERF_NOTES.md, tenth round)."""
+    nvidia route's time where this measured 1.20x (PERF_NOTES.md, ninth round)."""
     return tl.math.div_rn(1.0, d)
 
 
@@ -621,7 +621,8 @@ def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constex
         h = _hash(k + 0x10000000)
         kind = rows[:, None] & 7
         at = cols[None, :] == ((rows[:, None] >> 3) & 127)
-        bits = (h & 0x80000000) | ((((h >> 8) & 0xFFFF) % 255) << 23) | (h & 0x7F0000)
+        exponent = (((h >> 8) & 0xFFFF).to(tl.int32) % 255).to(tl.uint32)  # Triton 3.0 takes no unsigned %
+        bits = (h & 0x80000000) | (exponent << 23) | (h & 0x7F0000)
         bits = tl.where(kind == 5, h & 0x80000000, tl.where(kind == 7, bits & 0x807F0000, bits))
         bits = tl.where(at & ((kind == 0) | (kind == 6)), 0x7FC00000, bits)
         bits = tl.where(at & (kind == 1), 0x7F800000, bits)
@@ -652,7 +653,8 @@ def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constex
 @triton.jit
 def _probe_operand(h):
     """bf16 bits of a random sign and mantissa and an exponent within 2**+-12 of 1."""
-    return ((h >> 16) & 0x8000) | ((115 + (h >> 8) % 25) << 7) | (h & 0x7F)
+    exponent = (115 + (h >> 8).to(tl.int32) % 25).to(tl.uint32)  # h >> 8 < 2**24: the same value signed
+    return ((h >> 16) & 0x8000) | (exponent << 7) | (h & 0x7F)
 
 
 @triton.jit
@@ -757,7 +759,7 @@ class Route(NamedTuple):
     transpose_in_registers, grid_1d: Ascend's layout needs (see _silu_dot_quant_kernel).
     register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg.
     Otherwise threads a program (at most the backend's), chunk tokens a slice and y_chunk channels a row
-    of y read back: the fastest of each rung on the H100 (PERF_NOTES.md, tenth round)."""
+    of y read back: the fastest of each rung on the H100 (PERF_NOTES.md, ninth round)."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -776,7 +778,7 @@ class Route(NamedTuple):
         """Whether the probe proves the route's arithmetic before it runs: every native route's but the
         nvidia ones, whose PTX conversions, fma and division are defined by the ISA and were proven
         exhaustively on the H100 (tools/exhaustive_exactness.py), and whose first call the probe's compile
-        would take from 2.5-2.9 s to 4.3-4.7 s (H100, PERF_NOTES.md, tenth round)."""
+        would take from 2.5-2.9 s to 4.3-4.7 s (H100, PERF_NOTES.md, ninth round)."""
         return self.native_math and not self.ptx
 
 
