@@ -1,8 +1,8 @@
 """GPU proof that the solution's arithmetic matches PyTorch's bit for bit, over whole input domains.
 
 Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
-= this GPU's) and with its tl twin (CUDA_ARCH = 0, the amd route), the IEEE arithmetic (IEEE_MATH, the
-generic and ascend routes and the interpreter), the sigmoid table gathered through shared memory and
+= this GPU's) and with its tl twin (CUDA_ARCH = 0, the native rungs, which the probe proves on each
+device), the IEEE arithmetic (IEEE_MATH, the generic and ascend routes and the interpreter), the sigmoid table gathered through shared memory and
 computed per element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
 reciprocal_keeping_subnormals).
 
