@@ -816,7 +816,7 @@ class Backend(NamedTuple):
     any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route that
     this Triton cannot have is left out, and a route whose probe finds a difference or whose kernels do
     not compile there is left for the next (see _Device). warp_size is used
-    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch aims at 256). options are
+    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch aims at its route's). options are
     the compile options it takes beyond num_warps, num_stages and enable_fp_fusion. max_grid is the
     most programs along each grid dimension. triton is the release its Triton is built on."""
     name: str
@@ -941,6 +941,10 @@ def _route_constexprs(route, arch):
 def _signature(kernel):
     """The Triton types of a kernel's runtime arguments, from KERNEL_ARGUMENTS."""
     return {name: kind for name, kind in KERNEL_ARGUMENTS if name in kernel.arg_names}
+
+
+# The launches run once per device, before any call's (_Device._settle), not per call.
+PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
@@ -1159,7 +1163,7 @@ class _Device:
         or whose probe finds a difference, is left. An error at run time is raised, not hidden."""
         while True:
             plan = self._plan(GROUP_SIZE, GROUP_SIZE)
-            per_device = [plan[name] for name in ("sigmoid_table", "probe") if name in plan]
+            per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
             probe = plan.get("probe")
             probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
             try:
@@ -1192,7 +1196,7 @@ class _Device:
         while found is None:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
                       {}) for launch in self._plan(M, H, index_64, settings).values()
-                     if launch.name not in ("sigmoid_table", "probe")]
+                     if launch.name not in PER_DEVICE_LAUNCHES]
             for launch, indices, _ in found:
                 try:
                     _compile(launch, tuple(args[i] for i in indices))
