@@ -383,7 +383,7 @@ def _silu_dot_quant_kernel(
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
     IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, TRANSPOSE_IN_REGISTERS: tl.constexpr,
-    GRID_1D: tl.constexpr, TILES_PER_PROGRAM: tl.constexpr, INDEX_64: tl.constexpr,
+    GRID_1D: tl.constexpr, TILES_PER_PROGRAM: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
 ):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every
     input byte is read once and every output byte written once.
@@ -400,9 +400,33 @@ def _silu_dot_quant_kernel(
     their last dimension (Ascend pads a store whose last dimension is strided past its unified buffer).
     GRID_1D: one grid dimension, each program taking TILES_PER_PROGRAM consecutive tiles (the last
     program repeats the last tile where they do not divide evenly: same inputs, same bytes).
+    PERSISTENT: one grid dimension, program p taking tiles p, p + P, p + 2P, ... (P programs, as many as
+    the device holds at once, so the programs that run together still take consecutive tiles), all in
+    one slot: the slot's dirty lines are rewritten in L2 by the next tile instead of being written back
+    to DRAM (what discard_from_l2 does on the nvidia route).
     INDEX_64: offsets in 64 bits, for tensors that span more than 2**31 elements.
     """
-    if GRID_1D:
+    if PERSISTENT:
+        tiles = (M // GROUP) * (H // GROUP)
+        program = tl.program_id(0)
+        if INDEX_64:
+            program = program.to(tl.int64)
+        # The loop counts this program's tiles rather than stepping the tile itself: stepping it took
+        # 97 registers a thread against 80 (sm_90), one program an SM fewer. A while loop, as the
+        # interpreter takes no runtime bound in range().
+        tiles_here = tl.cdiv(tiles - program, tl.num_programs(0))
+        t = 0
+        while t < tiles_here:
+            tile = program + t * tl.num_programs(0)
+            _silu_dot_quant_tile(
+                x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
+                tile % (H // GROUP), tile // (H // GROUP), program, H,
+                stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
+                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE,
+                TRANSPOSE_IN_REGISTERS)
+            tl.debug_barrier()  # every read of the slot is done before the next tile writes it
+            t += 1
+    elif GRID_1D:
         for t in range(TILES_PER_PROGRAM):
             tile = tl.minimum(tl.program_id(0) * TILES_PER_PROGRAM + t, (M // GROUP) * (H // GROUP) - 1)
             if INDEX_64:
@@ -430,13 +454,13 @@ def _silu_dot_quant_kernel(
 @triton.jit
 def _silu_dot_quant_tile(
     x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
-    pid_h, pid_m, tile, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
+    pid_h, pid_m, slot_index, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
     IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, TRANSPOSE_IN_REGISTERS: tl.constexpr,
 ):
-    """The tile (pid_h, pid_m): see _silu_dot_quant_kernel."""
-    slot = scratch_ptr + tile * (GROUP * GROUP)
+    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_dot_quant_kernel."""
+    slot = scratch_ptr + slot_index * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
     cols = pid_h * GROUP + local
     for c in range(GROUP // CHUNK):
@@ -757,6 +781,8 @@ class Route(NamedTuple):
     ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
     libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
     transpose_in_registers, grid_1d: Ascend's layout needs (see _silu_dot_quant_kernel).
+    persistent: as many programs as the device holds at once, each taking every P-th tile in one scratch
+    slot (see _silu_dot_quant_kernel), where the device tells how many it holds; else one a tile.
     register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg.
     Otherwise threads a program (at most the backend's), chunk tokens a slice and y_chunk channels a row
     of y read back: the fastest of each rung on the H100 (PERF_NOTES.md, ninth round)."""
@@ -768,6 +794,7 @@ class Route(NamedTuple):
     libdevice: bool = True
     transpose_in_registers: bool = False
     grid_1d: bool = False
+    persistent: bool = False
     register_capped: bool = False
     chunk: int = 32
     threads: int = 256
@@ -785,7 +812,7 @@ class Route(NamedTuple):
 ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True),
     Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True),
-    Route("native", native_math=True, sigmoid_table=True, y_chunk=32),
+    Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32),
     Route("native_per_element", native_math=True, sigmoid_table=False, threads=512),
     Route("generic", native_math=False, sigmoid_table=True),
     Route("generic_per_element", native_math=False, sigmoid_table=False, chunk=16),
@@ -873,12 +900,14 @@ def _backend(backend):
 
 
 class LaunchSettings(NamedTuple):
-    """How the main kernel is launched: warps per program, tokens per slice, channels per y row, and
-    the register cap (None: the option is not passed)."""
+    """How the main kernel is launched: warps per program, tokens per slice, channels per y row, the
+    register cap (None: the option is not passed) and, on a persistent route, the number of programs
+    (None: one a tile)."""
     num_warps: int
     chunk: int
     y_chunk: int
     maxnreg: Optional[int]
+    programs: Optional[int] = None
 
 
 class KernelLaunch(NamedTuple):
@@ -892,9 +921,10 @@ class KernelLaunch(NamedTuple):
     options: dict
 
 
-def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
+def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
     """The main kernel's settings for a backend, route (default: the backend's) and shape, with no
-    autotuning (it costs judge time).
+    autotuning (it costs judge time). resident: how many of the route's programs an SM holds at once
+    (resident_programs), where known.
 
     nvidia: 8 warps, 32-token slices, y in 64-channel rows and at most 80 registers a thread, so that
     three programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the
@@ -905,7 +935,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
     per element runs 512 threads (its temporaries at 256 took 160 registers, one program an SM), the
     IEEE one 16-token slices (the IEEE reciprocal is longer still); the ascend route 16-token slices,
     so that a slice's temporaries fit Ascend's unified buffer (32-token slices need 221 KB of its
-    192 KB: bishengir's "ub overflow").
+    192 KB: bishengir's "ub overflow"). A persistent route launches sm_count * resident programs where
+    both are known (fewer programs idle SMs, more wait for a free one and then run their tiles late).
     """
     backend = _backend(backend)
     route = _route(route or backend.route)
@@ -915,8 +946,9 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None):
                 and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
+    programs = sm_count * resident if route.persistent and sm_count and resident else None
     return LaunchSettings(num_warps=max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size)),
-                          chunk=route.chunk, y_chunk=route.y_chunk, maxnreg=None)
+                          chunk=route.chunk, y_chunk=route.y_chunk, maxnreg=None, programs=programs)
 
 
 def _route(route):
@@ -948,7 +980,7 @@ PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
-                index_64=False):
+                index_64=False, resident=None):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
     (once per device, on a table route), "probe" (once per device, where Route.probed) and "main"; on the
     plain rung "plain_grad" and "plain_y". The launcher below launches exactly these. A ValueError if a
@@ -956,7 +988,7 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
     backend = _backend(backend)
     route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
-    settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size)
+    settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size, resident)
     route_constexprs = _route_constexprs(route, arch)
     common = {"enable_fp_fusion": False}
     options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
@@ -977,11 +1009,13 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             KernelLaunch("plain_y", _plain_y_kernel, (H // settings.chunk, tiles_m, 1),
                          _signature(_plain_y_kernel), {**plain, "CHANNELS": settings.chunk}, options)]
     else:
+        tiles_per_program = 1
         if route.grid_1d:
             tiles_per_program = triton.cdiv(tiles_h * tiles_m, backend.max_grid[0])
             grid = (triton.cdiv(tiles_h * tiles_m, tiles_per_program), 1, 1)
+        elif route.persistent:
+            grid = (min(tiles_h * tiles_m, settings.programs or tiles_h * tiles_m, backend.max_grid[0]), 1, 1)
         else:
-            tiles_per_program = 1
             grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
         if route.probed:  # compiled with the main kernel's options, as it must prove that kernel's math
             launches.append(KernelLaunch(
@@ -992,7 +1026,8 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             "main", _silu_dot_quant_kernel, grid, _signature(_silu_dot_quant_kernel),
             {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
              "LUT_N": _LUT_N, **route_constexprs, "TRANSPOSE_IN_REGISTERS": route.transpose_in_registers,
-             "GRID_1D": route.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "INDEX_64": index_64},
+             "GRID_1D": route.grid_1d, "TILES_PER_PROGRAM": tiles_per_program, "PERSISTENT": route.persistent,
+             "INDEX_64": index_64},
             options))
     for launch in launches:
         if any(n > limit for n, limit in zip(launch.grid, backend.max_grid)):
@@ -1144,9 +1179,9 @@ class _Device:
     def route(self):
         return self.routes[0]
 
-    def _plan(self, M, H, index_64=False, settings=None):
+    def _plan(self, M, H, index_64=False, settings=None, resident=None):
         return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
-                           warp_size=self.warp_size, settings=settings, index_64=index_64)
+                           warp_size=self.warp_size, settings=settings, index_64=index_64, resident=resident)
 
     def _leave(self, why):
         """Leaves the first rung for the next, with one warning that says why; raises where none is left."""
@@ -1190,21 +1225,28 @@ class _Device:
     def call_launches(self, M, H, index_64, settings, args):
         """[(launch, the indices of its arguments in args, its compiled kernels by specialization)] of a
         call's kernels (settings: the route's own where None), found once per shape: the first rung of the
-        ladder whose kernels all compile for these arguments."""
+        ladder whose kernels all compile for these arguments. A persistent route's grid is then planned
+        again from the programs an SM holds of its compiled kernel (resident_programs)."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
+        resident = None
         while found is None:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
-                      {}) for launch in self._plan(M, H, index_64, settings).values()
+                      {}) for launch in self._plan(M, H, index_64, settings, resident).values()
                      if launch.name not in PER_DEVICE_LAUNCHES]
             for launch, indices, _ in found:
                 try:
-                    _compile(launch, tuple(args[i] for i in indices))
+                    kernel = _compile(launch, tuple(args[i] for i in indices))
                 except Exception as exc:
                     self._leave(_compile_failure(exc, launch))
                     self._settle()
-                    found = None
+                    found = resident = None
                     break
+                if launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
+                    resident = resident_programs(kernel, self.index, self.warp_size)
+                    if resident:
+                        found = None
+                        break
         self.launches[key] = found
         return found
 
@@ -1237,9 +1279,28 @@ def _probe_verdict(values, size):
 
 def _compile(launch, args):
     """Compiles a launch for these arguments without running it (Triton's warmup), so that a compile
-    error is told apart from an error at run time. Nothing to compile under the interpreter."""
+    error is told apart from an error at run time; returns the compiled kernel. Nothing to compile under
+    the interpreter (None)."""
     if not _INTERPRET and hasattr(launch.kernel, "warmup"):
-        launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
+        return launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
+    return None
+
+
+def resident_programs(kernel, device_index, warp_size):
+    """How many programs of a compiled kernel one SM holds at once, by its registers and its shared memory,
+    reckoned as Triton's fused-softmax tutorial does; None where Triton or the driver does not tell (the
+    interpreter, a fork whose driver lacks these properties). It sets only how many programs a persistent
+    route launches, never what they compute, so a failure here costs speed at most."""
+    try:
+        kernel._init_handles()  # loads the binary, after which its register count is known
+        properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
+        threads = kernel.metadata.num_warps * warp_size
+        held = properties["max_num_regs"] // (kernel.n_regs * threads)
+        if kernel.metadata.shared:
+            held = min(held, properties["max_shared_mem"] // kernel.metadata.shared)
+    except Exception:
+        return None
+    return held if held > 0 else None
 
 
 _devices = {}

@@ -49,6 +49,18 @@ def test_the_exact_stand_in_passes_the_probe_and_runs_the_native_route(native_in
     assert harness.compare(out, reference)["passed"]
 
 
+def test_the_persistent_native_route_walks_every_tile_in_one_slot_a_program(native_interpreter):
+    """Two programs for six tiles: each takes every other tile, in its own scratch slot."""
+    M, H = 256, 384
+    settings = solution.LaunchSettings(num_warps=8, chunk=32, y_chunk=32, maxnreg=None, programs=2)
+    assert solution.launch_plan("interpreter", M, H, route="native", settings=settings)["main"].grid == (2, 1, 1)
+    x, gy = harness.make_inputs(M, H, seed=6, family="specials")
+    out = harness.new_outputs(M, H)
+    solution.launch(x, gy, *out, settings=settings)
+    assert solution.route_for("cpu") == "native"
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
+
+
 def _ieee_bytes(monkeypatch, route="generic"):
     """The bytes of the IEEE rung a fallback takes (a NaN's payload may differ between rungs)."""
     monkeypatch.setattr(solution, "_devices", {})

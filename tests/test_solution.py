@@ -192,6 +192,23 @@ def test_routes_take_their_features():
                     k: main.constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")}
 
 
+def test_a_persistent_route_launches_as_many_programs_as_the_device_holds():
+    """sm_count * resident programs, never more than the tiles; one a tile where either is unknown."""
+    def grid(M, H, **kwargs):
+        return solution.launch_plan("nvidia", M, H, route="native", arch=90, **kwargs)["main"].grid
+    assert solution.ROUTE_TABLE["native"].persistent
+    assert grid(8192, 4096, sm_count=132, resident=3) == (396, 1, 1)  # 2048 tiles
+    assert grid(1024, 2560, sm_count=132, resident=3) == (160, 1, 1)  # 160 tiles
+    assert grid(8192, 4096, sm_count=132) == grid(8192, 4096, resident=3) == (2048, 1, 1)
+    assert solution.launch_plan("nvidia", 8192, 4096, route="native")["main"].constexprs["PERSISTENT"]
+    assert grid(128 * 1024, 128 * 600, sm_count=132, resident=3) == (396, 1, 1)
+    assert solution.launch_plan("unknown", 128 * 1024, 128 * 600, route="native")["main"].grid == (65535, 1, 1)
+
+
+def test_resident_programs_is_none_where_nothing_tells():
+    assert solution.resident_programs(None, 0, 32) is None  # the interpreter compiles nothing
+
+
 def test_every_ladder_drops_one_feature_at_a_time():
     """native + table, native per element, IEEE + table, IEEE per element, plain: a rung below another
     never has a feature the one above lacks (nvidia's own rungs on top, Ascend's one route apart)."""
