@@ -45,8 +45,11 @@ ALLOWED_OPS = {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::
                "aten::new_empty_strided", "aten::detach", "aten::alias", "aten::lift_fresh",
                "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset"}
 # Branches the numerics check does not read: code for where libdevice does not exist (the interpreter,
-# Ascend), whose tl.exp is the only exp there.
-EXEMPT_BRANCHES = ("INTERPRET", "NO_LIBDEVICE")
+# Ascend), whose tl.exp is the only exp there; code that divides with the backend's own division where
+# that is the reference's (Ascend's vector divide) or where exactness is not the aim (the tolerant rung);
+# and the else branch of an EXACT test, the tolerant rung's arithmetic, held to the judge's tolerance.
+EXEMPT_BRANCHES = ("INTERPRET", "NO_LIBDEVICE", "NPU_DIVISION")
+EXEMPT_ELSE_BRANCHES = ("EXACT",)
 FAST_MATH_CALLS = {"sigmoid", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "fdiv", "div_full"}
 # The `layouts` check: extra columns per row of each tensor's buffer (the tensor is the buffer's first
 # columns: unit column stride, a longer row stride). Rows 16-byte aligned, then one element wider.
@@ -192,12 +195,16 @@ def _is_jit(fn):
 
 
 def _walk_gpu_path(nodes):
-    """Nodes of a kernel body, leaving out the bodies of `if` tests that name a flag of EXEMPT_BRANCHES."""
+    """Nodes of a kernel body, leaving out the bodies of `if` tests that name a flag of EXEMPT_BRANCHES and
+    the else branches of those that name one of EXEMPT_ELSE_BRANCHES."""
     stack = list(nodes)
     while stack:
         node = stack.pop()
         if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_BRANCHES):
             stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_ELSE_BRANCHES):
+            stack.extend(node.body)
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -505,7 +512,7 @@ def print_static(static, strict, device, heading="static"):
 def print_table(rows, strict, device):
     head = (f"{'shape':>14} {'M':>6} {'H':>5} {'runs':>4}  {'verdict':7} {'scale mism':>10} {'deq mism':>9} "
             f"{'max scale err':>13} {'max deq err':>11} {'bytes differ':>12} {'scale tol used':>14} "
-            f"{'nonfinite':>9} {'NaN pairs':>9}  failed checks")
+            f"{'scale ulps':>10} {'int8 steps':>10} {'nonfinite':>9} {'NaN pairs':>9}  failed checks")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -513,7 +520,8 @@ def print_table(rows, strict, device):
         print(f"{r['shape']:>14} {r['M']:>6} {r['H']:>5} {r['runs']:>4}  {'PASS' if not failed else 'FAIL':7} "
               f"{r['scale_mismatches']:>10} {r['dequant_mismatches']:>9} {r['max_scale_err']:>13.3g} "
               f"{r['max_dequant_err']:>11.3g} {r['differing_bytes']:>12} {r['scale_tol_used']:>14.3g} "
-              f"{r['nonfinite_groups']:>9} {r['nan_pairs']:>9}  {', '.join(failed) or '-'}")
+              f"{r['scale_ulps']:>10.3g} {r['int8_steps']:>10} {r['nonfinite_groups']:>9} {r['nan_pairs']:>9}  "
+              f"{', '.join(failed) or '-'}")
 
 
 def print_failures(rows, strict, device, more_in_json):

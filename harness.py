@@ -373,7 +373,7 @@ def _judge(name, actual, expected, tol):
 
 # compare()'s totals: counts add up over runs, the others take the largest.
 SUMMED_TOTALS = ("scale_mismatches", "dequant_mismatches", "nan_pairs", "differing_bytes", "nonfinite_groups")
-LARGEST_TOTALS = ("max_scale_err", "max_dequant_err", "scale_tol_used")
+LARGEST_TOTALS = ("max_scale_err", "max_dequant_err", "scale_tol_used", "scale_ulps", "int8_steps")
 
 
 def no_totals():
@@ -389,6 +389,22 @@ def add_totals(running, totals):
         running[key] = max(running[key], totals[key])
 
 
+def _distance(q, s, ref_q, ref_s):
+    """(scale ulps, int8 steps) of one quantized output over the groups whose reference scale is finite:
+    the largest |scale - reference's| in units of one bf16 ulp of the group's absmax over 127 (the step
+    by which a scale moves when its largest element rounds to a neighbouring bf16), and the largest
+    |int8 - reference's|. 0 and 0 for the same bytes; a tolerant rung aims at 1 and 1 at most."""
+    finite = torch.isfinite(ref_s)
+    if not finite.any():
+        return 0.0, 0
+    absmax = (ref_s[finite].double() * 127).clamp(min=2.0**-133)
+    ulp = torch.exp2(torch.floor(torch.log2(absmax)) - 7) / 127
+    ulps = float(((s[finite].double() - ref_s[finite].double()).abs() / ulp).nan_to_num(nan=float("inf")).max())
+    in_finite = finite.repeat_interleave(GROUP_SIZE, dim=1)
+    steps = int((q.int() - ref_q.int()).abs()[in_finite].max())
+    return ulps, steps
+
+
 def compare(outputs, ref_outputs):
     """The judge's two comparisons per quantized output, exactness figures, and their totals per kind."""
     gq, gs, yq, ys = outputs
@@ -399,6 +415,7 @@ def compare(outputs, ref_outputs):
     checks = scale_checks + dequant_checks
     differing = {n: differing_bytes(a, e) for n, a, e in zip(OUTPUT_NAMES, outputs, ref_outputs)}
     scale_tol_used = max(c["tol_used"] for c in scale_checks)
+    distances = [_distance(gq, gs, rgq, rgs), _distance(yq, ys, ryq, rys)]
     return {
         "passed": all(c["passed"] for c in checks),
         "passed_as_written": all(c["passed_as_written"] for c in checks),
@@ -413,6 +430,8 @@ def compare(outputs, ref_outputs):
             "max_dequant_err": max(c["max_abs_err"] for c in dequant_checks),
             "differing_bytes": sum(differing.values()),
             "scale_tol_used": scale_tol_used,
+            "scale_ulps": max(d[0] for d in distances),
+            "int8_steps": max(d[1] for d in distances),
             "nonfinite_groups": int((~torch.isfinite(rgs)).sum() + (~torch.isfinite(rys)).sum()),
         },
     }

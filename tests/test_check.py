@@ -53,7 +53,7 @@ def test_real_solution_passes_every_check(tmp_path):
 def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
     # The interpreter's own arithmetic is numpy's, whose fp32 -> bf16 cast truncates: with the native rungs
     # put on top of its ladder, their probe finds it, and the call takes the IEEE rung.
-    path = make_broken([('    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain"), ',
+    path = make_broken([('    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain", "tolerant"), ',
                          '    Backend("interpreter", "cpu", (), "", _PORTABLE_LADDER, ')], tmp_path)
     proc, report = run_check(path, tmp_path=tmp_path, fast=["--shapes", "128x128", "--seeds", "1", "--families",
                                                             "randn"])
@@ -63,7 +63,7 @@ def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
     assert re.fullmatch(r"  native: left: its probe found \d+ differences from IEEE arithmetic in bf16 rounding, the "
                         r"first at fp32 0x[0-9a-f]{8}: native 0x[0-9a-f]{8}, IEEE 0x[0-9a-f]{8}.*", lines[at + 1])
     assert lines[at + 2].startswith("  native_per_element: left: its probe found")
-    assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, plain"]
+    assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, plain, tolerant"]
     assert [route for route, _ in report["route"]["ladder"]] == list(solution.BACKENDS["unknown"].routes)
 
 

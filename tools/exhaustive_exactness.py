@@ -2,7 +2,7 @@
 
 Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
 = this GPU's) and with its tl twin (CUDA_ARCH = 0, the native rungs, which the probe proves on each
-device), the IEEE arithmetic (IEEE_MATH, the generic and ascend routes and the interpreter), the sigmoid table gathered through shared memory and
+device), the IEEE arithmetic (IEEE_MATH, the generic, plain and Ascend routes and the interpreter), the sigmoid table gathered through shared memory and
 computed per element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
 reciprocal_keeping_subnormals).
 
@@ -16,7 +16,7 @@ reciprocal_keeping_subnormals).
    the solution's sigmoid (which fills its table) and through its table lookup (_sigmoid_table_kernel + sigmoid_lookup, clamping included), against
    torch.sigmoid.
 3. Elementwise forward/backward: every bf16 gate, NaN and inf included, x K random (up, grad_y)
-   pairs through the table lookup and silu_dot_fwd_bwd against the reference's op sequence, all
+   pairs through the table lookup and silu_mul_fwd_bwd against the reference's op sequence, all
    three bf16 results (NaN where the reference has NaN).
 
 Prints the count of differences for each; all must be 0. Usage: python tools/exhaustive_exactness.py [--json PATH]
@@ -53,7 +53,7 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < N_V
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
-    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1, IEEE_MATH))
+    scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
     q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_MATH,
                           CUDA_ARCH)
@@ -81,7 +81,7 @@ def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, 
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
     sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
-    y, d_gate, d_up = solution.silu_dot_fwd_bwd(g, u, gy, sig, IEEE_MATH)
+    y, d_gate, d_up = solution.silu_mul_fwd_bwd(g, u, gy, sig, IEEE_MATH)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
     tl.store(du_ptr + offs, d_up)

@@ -22,8 +22,9 @@ same division with d itself: one division either way, plus a few integer operati
 Where (solution.sigmoid). The nvidia route needs none of that: PTX div.rn.f32 (inline) is the
 instruction Triton 3.6 emits for div_rn, and compiles to the same SASS there; on 3.0-3.5 it replaces
 div.rn.ftz.f32. The integer helper, solution.reciprocal_keeping_subnormals, is for the IEEE routes
-(generic, ascend, plain: the vendor forks, whose division may flush) and the interpreter; the amd route
-keeps tl.math.div_rn. Measured static SASS of the main kernel compiled for sm_90 on Triton 3.0 (8 warps;
+(generic, generic_per_element, plain: the vendor forks, whose division may flush) and the interpreter;
+the native rungs keep tl.math.div_rn (reciprocal_native), which the probe proves on each device, and the
+Ascend rungs divide with the operator /, as torch.sigmoid does there. Measured static SASS of the main kernel compiled for sm_90 on Triton 3.0 (8 warps;
 it computes the sigmoid per element before 3.4): 1488 instructions with div_rn, 1576 with the PTX
 division, 2032 with the integer helper.
 
@@ -140,7 +141,7 @@ def numpy_sigmoid(gates):
 def compiled_divisions(arch=90):
     """{variant: the PTX division instructions} of solution.sigmoid compiled for cuda `arch` (no
     interpreter): 'ptx' (CUDA_ARCH > 0, the nvidia route), 'integer' (IEEE_MATH) and 'div_rn' (neither,
-    the amd route)."""
+    the native routes)."""
     import re
     from triton.backends.compiler import GPUTarget
     import compile_matrix

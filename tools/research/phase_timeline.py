@@ -53,15 +53,15 @@ EDITS = [
     Edit("# ---------------------------------------------------------------- kernels\n",
          STAMP_HELPERS + "# ---------------------------------------------------------------- kernels\n"),
     Edit('("scratch_ptr", "*bf16"),', '("scratch_ptr", "*bf16"), ("stamps_ptr", "*i64"),'),
-    # The kernel's and the tile function's parameters, and the kernel's three calls of the tile function.
-    Edit("table_ptr, scratch_ptr,\n", "table_ptr, scratch_ptr, stamps_ptr,\n", sites=5),
+    # The kernel's and the tile function's parameters, and the kernel's two calls of the tile function.
+    Edit("table_ptr, scratch_ptr,\n", "table_ptr, scratch_ptr, stamps_ptr,\n", sites=4),
     Edit("    slot = scratch_ptr + slot_index * (GROUP * GROUP)\n",
          "    slot = scratch_ptr + slot_index * (GROUP * GROUP)\n"
          f"    record = stamps_ptr + (pid_m * (H // GROUP) + pid_h) * ({SLICES_IN_KERNEL} + {SLOTS_BEYOND_SLICES})\n"
          "    _stamp(record, 0)\n"),
-    Edit('            tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")\n',
-         '            tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")\n'
-         "            _stamp(record, 1 + c)\n"),
+    Edit('        tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")\n',
+         '        tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")\n'
+         "        _stamp(record, 1 + c)\n"),
     Edit("        discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)\n",
          "        discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)\n"
          f"    _stamp(record, {SLICES_IN_KERNEL} + 1)\n"

@@ -1,0 +1,53 @@
+"""The two-pass rungs under the interpreter (issues 29 and 30): Ascend's two rungs give the IEEE rungs'
+bytes on every cpu_small shape and input family; the tolerant rung stays within one step of the
+reference (the interpreter's bf16 cast truncates, as a backend's own cast may round otherwise)."""
+import pytest
+
+import harness
+import solution
+
+ASCEND_RUNGS = ("ascend_transposed", "ascend_columns")
+FINITE_FAMILIES = [f for f in harness.FAMILIES if f != "specials"]
+
+
+def _run(monkeypatch, route, x, gy):
+    monkeypatch.setenv(solution.ROUTE_ENV, route)
+    monkeypatch.setattr(solution, "_devices", {})
+    M, H = gy.shape
+    out = harness.new_outputs(M, H)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert solution.route_for("cpu") == route
+    return out
+
+
+def test_the_ascend_ladder_is_two_exact_rungs_then_the_tolerant_one():
+    routes = [solution.ROUTE_TABLE[r] for r in solution.BACKENDS["ascend"].routes]
+    assert [r.name for r in routes] == ["ascend_transposed", "ascend_columns", "tolerant_npu"]
+    for route in routes:  # no scratch slot, no libdevice, the NPU's own division, a 32-byte scale store
+        assert route.two_pass and not route.libdevice and route.npu_division and route.scale_groups == 8
+    assert routes[0].transpose_in_registers and not routes[1].transpose_in_registers
+    assert routes[0].exact and routes[1].exact and not routes[2].exact
+
+
+@pytest.mark.parametrize("shape", harness.load_shapes("cpu_small"), ids=lambda s: s[0])
+def test_the_ascend_rungs_give_the_ieee_rungs_bytes_on_every_family(shape, monkeypatch):
+    _, M, H = shape
+    for family in harness.FAMILIES:
+        x, gy = harness.make_inputs(M, H, seed=0, family=family)
+        expected = _run(monkeypatch, "generic", x, gy)
+        for route in ASCEND_RUNGS:
+            out = _run(monkeypatch, route, x, gy)
+            assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0], (route, family)
+            assert not any(harness.unwritten(out).values()), (route, family)
+
+
+@pytest.mark.parametrize("route", ["tolerant", "tolerant_npu"])
+def test_the_tolerant_rung_is_within_one_step_of_the_reference(route, monkeypatch):
+    M, H = 256, 384
+    for family in FINITE_FAMILIES:
+        x, gy = harness.make_inputs(M, H, seed=1, family=family)
+        out = _run(monkeypatch, route, x, gy)
+        totals = harness.compare(out, harness.run_reference(x, gy))["totals"]
+        assert totals["scale_ulps"] <= 1 and totals["int8_steps"] <= 1, (family, totals)
+        assert not any(harness.unwritten(out).values()), family
+    assert solution.ladder_for("cpu")[0][1].startswith("taken (not byte-exact")
