@@ -26,8 +26,18 @@ Each row says how far it got, never more:
   not checked                                   neither; the row says why (a Triton that did not install,
                                                 a shape launch_plan refused, a row the table contradicts)
 A row fails when its compile fails (compile_matrix's verdict: crash, error, lost stores; on Ascend also
-bishengir-compile's errors, "ub overflow" among them), when a launch breaks a limit, or when the compiled
-TTIR has inline asm on a chip other than NVIDIA.
+bishengir-compile's errors, "ub overflow" among them, and a unified-buffer plan above
+compile_matrix.UB_LIMIT_BYTES), when a launch breaks a limit, when the compiled TTIR has inline asm on a
+chip other than NVIDIA or breaks one of TTIR_RULES that applies to the row, or when the source rule is
+broken; the row names the rule and the first offending line:
+
+<the rules, from TTIR_RULES>
+
+Rows compiled to cubin also give each kernel's registers, spills (ptxas -v) and shared memory (Triton's
+metadata), and on a chip's own target whose SM limits compile_matrix.SM_LIMITS knows (sm_80, the A100),
+how many of its programs an SM holds. Ascend rows give each kernel's unified buffer (UB) as bishengir's own
+plan has it (compile_matrix.ub_plan: "UB 88.7 KB of 192 KB planned", and whether the plan is of bishengir's
+retry after its first plan overflowed); --json has it as the row's result's "ub".
 
 Each Triton lives in a venv of its own (python -m venv --system-site-packages: the system site-packages'
 torch is reused; pip install --no-deps: nothing else is pulled in), made once in $SILU_DOT_JUDGE_VENVS
@@ -36,19 +46,21 @@ it is used instead. Each compile runs in its own process with a fresh Triton cac
 worker), --jobs at a time.
 """
 import argparse
+import ast
 import contextlib
 import fcntl
 import importlib.metadata
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import compile_matrix
 import harness  # imports no triton
@@ -65,17 +77,21 @@ class JudgeChip(NamedTuple):
     """How one judge chip (an entry of the solution's BACKENDS, by its name) is compiled here: for `target`
     (compile_matrix's backend:arch), which stands in for `stands_in_for` where given, else is the chip's own.
     plan_arch: the real device's arch, told to launch_plan on a stand-in where known. tritons: the Triton
-    minors it is compiled with, each with why, where not only the backend's base version."""
+    minors it is compiled with, each with why, where not only the backend's base version. more_targets:
+    the chip's other own targets, each compiled with the same Tritons, with why (the judge's part may be
+    any of them)."""
     label: str
     target: str
     stands_in_for: Optional[str] = None
     plan_arch: object = None
     tritons: tuple = ()
+    more_targets: tuple = ()
 
 
 JUDGE_CHIPS = {
     "nvidia": JudgeChip("NVIDIA", "cuda:90", tritons=(("3.6", "FlagGems' CI runs Triton 3.6.0"),
-                                                      ("3.5", "the competition asks for Triton 3.5 compatibility"))),
+                                                      ("3.5", "the competition asks for Triton 3.5 compatibility")),
+                        more_targets=(("cuda:80", "the judge's NVIDIA GPU is probably an A100 (sm_80)"),)),
     "hygon": JudgeChip("Hygon DCU", "hip:gfx90a", "gfx936 (BW1000), which upstream Triton lacks", plan_arch="gfx936"),
     "iluvatar": JudgeChip("Iluvatar (TianShu)", "hip:gfx90a", "Iluvatar CoreX's cuda fork (64-wide warps)"),
     "metax": JudgeChip("MetaX", "hip:gfx90a", "maca (64-wide warps)"),
@@ -98,16 +114,23 @@ class JudgeRow(NamedTuple):
     why: str = ""
 
 
+def chip_targets(chip):
+    """A chip's targets: its target, then its more_targets (its own, as the first is where it is no stand-in)."""
+    return (chip.target, *(target for target, _ in chip.more_targets))
+
+
 def judge_rows():
-    """The rows of JUDGE_CHIPS, in its order: one per chip and Triton it is compiled with."""
+    """The rows of JUDGE_CHIPS, in its order: one per chip, target and Triton it is compiled with."""
     rows = []
     for name, chip in JUDGE_CHIPS.items():
-        target_backend, arch, _ = compile_matrix.parse_target(chip.target)
-        own_target = chip.stands_in_for is None
-        plan_arch = arch if own_target else chip.plan_arch
-        sm_count = compile_matrix.multiprocessors(target_backend, arch) if own_target else None
-        for triton, why in chip.tritons or ((None, ""),):
-            rows.append(JudgeRow(name, chip.label, chip.target, chip.stands_in_for, triton, plan_arch, sm_count, why))
+        for target in chip_targets(chip):
+            target_backend, arch, _ = compile_matrix.parse_target(target)
+            own_target = chip.stands_in_for is None or target != chip.target
+            stands_in_for = None if own_target else chip.stands_in_for
+            plan_arch = arch if own_target else chip.plan_arch
+            sm_count = compile_matrix.multiprocessors(target_backend, arch) if own_target else None
+            for triton, why in chip.tritons or ((None, ""),):
+                rows.append(JudgeRow(name, chip.label, target, stands_in_for, triton, plan_arch, sm_count, why))
     return tuple(rows)
 
 
@@ -116,7 +139,7 @@ def describe_chips():
     lines = [f"  {'chip':<20} {'Triton':<30} compiled for"]
     for chip in JUDGE_CHIPS.values():
         tritons = " and ".join(version for version, _ in chip.tritons) or "its base version (BACKENDS)"
-        target = chip.target + (f", stand-in for {chip.stands_in_for}" if chip.stands_in_for else "")
+        target = " and ".join(chip_targets(chip)) + (f", stand-in for {chip.stands_in_for}" if chip.stands_in_for else "")
         lines.append(f"  {chip.label:<20} {tritons:<30} {target}")
     return "\n".join(lines)
 
@@ -151,13 +174,475 @@ def launch_problems(backend, launch):
     return problems
 
 
-def compiled_problems(chip, result):
-    """What a compile's TTIR uses that the judge chip (its backend's name) is not known to take: result is
-    compile_matrix.compile_one's."""
+def compiled_problems(chip, result, exact=True):
+    """What a compile's TTIR uses that the judge chip (its backend's name) is not known to take, and the TTIR
+    rules it breaks (TTIR_RULES, those that apply to the chip and to an exact or inexact route): result is
+    compile_matrix.compile_one's, its "ttir" the text."""
+    problems = []
     if chip != "nvidia" and result.get("inline_asm"):
-        return [f"{result['inline_asm']} inline asm in TTIR, on the {chip} chip (the only asm known to compile "
-                "on a judge chip is NVIDIA's PTX)"]
-    return []
+        problems.append(f"{result['inline_asm']} inline asm in TTIR, on the {chip} chip (the only asm known to "
+                        "compile on a judge chip is NVIDIA's PTX)")
+    ttir = result.get("ttir")
+    for rule in TTIR_RULES if ttir else ():
+        line = rule.applies(chip, exact) and rule.check(ttir)
+        if line:
+            problems.append(f"TTIR rule {rule.name} ({rule.text}): {line}")
+    return problems
+
+
+# ---------------------------------------------------------------- TTIR rules (pure: the tests call these)
+
+_LOC = re.compile(r"\s*\bloc\(")
+
+
+def strip_locs(line):
+    """A TTIR line without its loc(...) annotations (balanced parentheses; quoted names may hold any)."""
+    out, i = [], 0
+    while (match := _LOC.search(line, i)) is not None:
+        out.append(line[i:match.start()])
+        j, depth, quoted = match.end(), 1, False
+        while j < len(line) and depth:
+            if line[j] == '"' and line[j - 1] != "\\":
+                quoted = not quoted
+            elif not quoted:
+                depth += {"(": 1, ")": -1}.get(line[j], 0)
+            j += 1
+        i = j
+    out.append(line[i:])
+    return re.sub(r"\s+", " ", "".join(out)).strip()
+
+
+def ttir_lines(ttir):
+    """The TTIR's lines, stripped, without locations, blank lines or #loc definitions."""
+    lines = (strip_locs(line) for line in ttir.splitlines() if not line.lstrip().startswith("#loc"))
+    return [line for line in lines if line]
+
+
+class Reduction(NamedTuple):
+    """One tt.reduce of a TTIR: its line (the op with its types), axis, operand types and the ops of its
+    combine region (without the block's arguments and tt.reduce.return)."""
+    line: str
+    axis: int
+    operand_types: tuple
+    ops: tuple
+
+
+_REDUCE = re.compile(r'"tt\.reduce"\((?P<operands>[^)]*)\)\s*<?\{\s*axis\s*=\s*(?P<axis>\d+)\s*:\s*i32\s*\}>?')
+
+
+def reductions(ttir):
+    """Every tt.reduce of a TTIR, as Triton 3.0 to 3.6 print it: the op's line opens its combine region
+    ("({"), the region's block follows a line at a time, and "}) : (operand types) -> result types" closes it."""
+    lines, found, i = ttir_lines(ttir), [], 0
+    while i < len(lines):
+        match = _REDUCE.search(lines[i])
+        if not match:
+            i += 1
+            continue
+        head, body = lines[i], []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("})"):
+            body.append(lines[i])
+            i += 1
+        tail = lines[i][2:].strip() if i < len(lines) else ""
+        types = re.match(r":\s*\((.*?)\)\s*->", tail)
+        operand_types = tuple(t.strip() for t in types.group(1).split(",")) if types else ()
+        ops = tuple(line for line in body if not line.startswith("^") and not line.startswith("tt.reduce.return"))
+        found.append(Reduction(f"{head.removesuffix('({').strip()} {tail}".strip(), int(match.group("axis")),
+                               operand_types, ops))
+        i += 1
+    return found
+
+
+def tensor_rank(type_text):
+    """The rank of a TTIR tensor type (tensor<128x32xf32>: 2), 0 for a scalar."""
+    match = re.match(r"tensor<((?:\d+x)+)", type_text.strip())
+    return match.group(1).count("x") if match else 0
+
+
+# The combine ops of tl.sum, tl.max and tl.min (ints signed or unsigned); NaN-propagating maximumf/minimumf
+# (tl.maximum with propagate_nan) are not among them.
+PLAIN_COMBINE = re.compile(r"^%[\w#]+ = arith\.(addf|addi|maxnumf|minnumf|maxsi|minsi|maxui|minui) %[\w#]+, %[\w#]+ : \w+$")
+
+
+def custom_combine_reduction(ttir):
+    """The first tt.reduce whose combine region is anything but one add/max/min of tl.sum/tl.max/tl.min
+    (a tl.reduce with a function of its own, a NaN-propagating max, an argmax's pair), or None."""
+    for reduction in reductions(ttir):
+        if len(reduction.operand_types) != 1 or len(reduction.ops) != 1 or not PLAIN_COMBINE.match(reduction.ops[0]):
+            shown = "; ".join(reduction.ops[:2]) + ("; ..." if len(reduction.ops) > 2 else "")
+            return f"{reduction.line} combining with {shown or 'nothing'}"
+    return None
+
+
+def reduction_off_the_last_axis(ttir):
+    """The first tt.reduce along an axis other than its operand's last (axis 0 of a 1-D tensor is its
+    last; axis 0 of a 2-D one is not), or None."""
+    for reduction in reductions(ttir):
+        rank = tensor_rank(reduction.operand_types[0]) if reduction.operand_types else 0
+        if rank and reduction.axis != rank - 1:
+            return f"{reduction.line} (axis {reduction.axis} of a rank-{rank} tensor)"
+    return None
+
+
+def _first_line(ttir, matches):
+    return next((line for line in ttir_lines(ttir) if matches(line)), None)
+
+
+UNSIGNED_OPS = re.compile(r"\barith\.(shrui|divui|remui|ceildivui|extui|uitofp|fptoui|maxui|minui)\b"
+                          r"|\barith\.cmpi (ult|ule|ugt|uge)\b")
+
+
+def unsigned_op(ttir):
+    """The first unsigned integer operation (shifts, division, remainder, extension, conversions, max, min,
+    comparisons), or None."""
+    return _first_line(ttir, UNSIGNED_OPS.search)
+
+
+_MEMORY_OP = re.compile(r"\btt\.(load|store) (%[\w#]+(?:, %[\w#]+)*)")
+
+
+def masked_load_or_store(ttir):
+    """The first tt.load with a mask operand (tt.load %ptr, %mask[, %other]) or tt.store with one
+    (tt.store %ptr, %value, %mask), or a block pointer's with a boundary check, or None."""
+    def masked(line):
+        match = _MEMORY_OP.search(line)
+        if not match:
+            return False
+        operands = match.group(2).count("%")
+        return operands >= (2 if match.group(1) == "load" else 3) or bool(re.search(r"boundaryCheck = array<i32: \d", line))
+    return _first_line(ttir, masked)
+
+
+_CMPF = re.compile(r"\barith\.cmpf \w+, (%[\w#]+), (%[\w#]+)")
+
+
+def float_compare_with_itself(ttir):
+    """The first arith.cmpf of an SSA value with itself (x != x, the NaN test), or None."""
+    return _first_line(ttir, lambda line: (m := _CMPF.search(line)) is not None and m.group(1) == m.group(2))
+
+
+# ---- pointer arguments: where each pointer a kernel loads or stores comes from
+
+_VALUE = r"%[\w$.]+(?:#\d+)?"
+_VALUE_RE = re.compile(_VALUE)
+# Ops that read or write memory through their first operand (a pointer, a block pointer or a descriptor);
+# an atomic does both.
+_LOADS = re.compile(r"\btt\.(?:load|(?:experimental_)?descriptor_(?:load|gather))\b")
+_STORES = re.compile(r"\btt\.(?:store|(?:experimental_)?descriptor_(?:store|scatter))\b")
+_BOTH = re.compile(r"\btt\.(?:atomic_rmw|atomic_cas|(?:experimental_)?descriptor_reduce)\b")
+_POINTER_TYPE = re.compile(r"!tt\.(?:ptr|tensordesc)<")
+_ANY = "*"  # the origin of a pointer this analysis cannot follow: any pointer argument
+
+
+def _split_top(text):
+    """text split at the commas outside (), <>, [] and {}."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}" and not (c == ">" and text[i - 1] == "-"):
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _parenthesized(text, start):
+    """The text inside the parentheses that open at text[start], and the index after them."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start + 1:i], i + 1
+    return text[start + 1:], len(text)
+
+
+def _function_arguments(header):
+    """[(name, is a pointer)] of a tt.func line's arguments, in order."""
+    opening = header.find("(", header.find("@"))
+    if opening < 0:
+        return []
+    inside, _ = _parenthesized(header, opening)
+    arguments = []
+    for argument in _split_top(inside):
+        name, _, kind = argument.partition(":")
+        arguments.append((name.strip(), bool(_POINTER_TYPE.match(kind.strip()))))
+    return arguments
+
+
+def _results(definition):
+    """The values an op's result list defines: "%r" -> [%r]; "%r:2" -> [%r#0, %r#1]; "%a, %b" -> [%a, %b]."""
+    names = []
+    for part in definition.split(","):
+        name, _, count = part.strip().partition(":")
+        names += [f"{name}#{i}" for i in range(int(count))] if count.isdigit() and int(count) > 1 else [name]
+    return names
+
+
+def _pairs(text):
+    """"%a = %x, %b = %y" -> [(%a, %x), (%b, %y)] (iter_args and scf.while's arguments)."""
+    pairs = []
+    for part in _split_top(text):
+        name, _, init = part.partition("=")
+        pairs.append((name.strip(), init.strip().split(" ")[0]))
+    return pairs
+
+
+def _memory_accesses(lines):
+    """The flow of values in one function's TTIR lines and its memory accesses: (edges: [(from, to)], a value
+    flows into another; accesses: [(line, value of the pointer, loads, stores)]). Every op's operands flow
+    into its results, but a load's (what memory held: where a pointer is loaded, its origin is any
+    argument); scf.for, scf.while and scf.if pass their operands, yields and conditions to the block
+    arguments and results they belong to, position by position; cf.br and cf.cond_br their operands to
+    the arguments of the blocks they branch to (by label, over the whole function)."""
+    edges, accesses, stack, blocks, branches = [], [], [], {}, []
+    for line in lines:
+        text = line
+        if text.startswith("}"):
+            owner = stack.pop() if stack else None
+            text = text[1:].lstrip(")").strip()
+            if text.endswith("{") and owner is not None:  # "} else {", "} do {": the op's next region
+                owner["region"] += 1
+                stack.append(owner)
+            continue
+        definition, op = (text.split(" = ", 1) if re.match(rf"{_VALUE}(?::\d+)?(?:, {_VALUE})* = ", text)
+                          else ("", text))
+        results = _results(definition) if definition else []
+        name = op.split("(")[0].split(" ")[0].strip('"')
+        entry = {"op": name, "results": results, "region": 0, "args": []}
+        if name == "scf.for":
+            iter_args = re.search(r"\biter_args\(", op)
+            pairs = _pairs(_parenthesized(op, iter_args.end() - 1)[0]) if iter_args else []
+            entry["args"] = [arg for arg, _ in pairs]
+            edges += [(init, arg) for arg, init in pairs] + list(zip(entry["args"], results))
+        elif name == "scf.while":
+            pairs = _pairs(_parenthesized(op, op.index("("))[0])
+            entry["args"] = [arg for arg, _ in pairs]
+            edges += [(init, arg) for arg, init in pairs]
+        elif name == "scf.yield" and stack:
+            owner, values = stack[-1], _VALUE_RE.findall(op.split(":")[0])
+            if owner["op"] in ("scf.for", "scf.while"):
+                edges += list(zip(values, owner["args"]))
+            if owner["op"] in ("scf.for", "scf.if"):
+                edges += list(zip(values, owner["results"]))
+            if owner["op"] not in ("scf.for", "scf.while", "scf.if"):  # a region of its own: all into all
+                edges += [(v, r) for v in values for r in owner["results"]]
+        elif name == "scf.condition" and stack:
+            owner, values = stack[-1], _VALUE_RE.findall(op.split(":")[0])[1:]
+            edges += list(zip(values, owner["results"]))
+            edges += [(v, ("after", id(owner), i)) for i, v in enumerate(values)]  # the do region's arguments
+        elif name.startswith("^"):
+            arguments = [a.split(":")[0].strip() for a in _split_top(_parenthesized(op, op.index("("))[0])] \
+                if "(" in op else []
+            blocks.setdefault(name.rstrip(":"), []).append(arguments)
+            if stack and stack[-1]["op"] == "scf.while" and stack[-1]["region"] == 1:
+                edges += [(("after", id(stack[-1]), i), a) for i, a in enumerate(arguments)]
+        elif name in ("cf.br", "cf.cond_br"):
+            for label, operands in re.findall(r"(\^\w+)\(([^:)]*)", op):
+                branches += [(label, i, v) for i, v in enumerate(_VALUE_RE.findall(operands))]
+        elif name.endswith((".return", ".yield")):  # tt.reduce.return and the like: into the op's results
+            values = _VALUE_RE.findall(op.split(":")[0])
+            edges += [(v, r) for v in values for r in (stack[-1]["results"] if stack else [])]
+        else:
+            operands = _VALUE_RE.findall(op)
+            load = _LOADS.search(name) and not _BOTH.search(name)
+            if load:  # tt.load's one type is its pointer's: it loads a pointer where that points to one
+                types = op.rsplit("->", 1)[-1] if "->" in op else op.rsplit(" : ", 1)[-1]
+                pointer_result = len(_POINTER_TYPE.findall(types)) >= (1 if "->" in op else 2)
+                edges += [(_ANY, r) for r in results] if pointer_result else []
+            else:
+                edges += [(v, r) for v in operands for r in results]
+            stores, both = _STORES.search(name), _BOTH.search(name)
+            if (load or stores or both) and operands:
+                accesses.append((line, operands[0], bool(load or both), bool(stores or both)))
+            if name == "tt.call":  # what a function call does with a pointer is not followed: both
+                accesses += [(line, v, True, True) for v in operands]
+        if text.endswith("{"):
+            stack.append(entry)
+    for label, i, value in branches:
+        for arguments in blocks.get(label, []):
+            if i < len(arguments):
+                edges.append((value, arguments[i]))
+    return edges, accesses
+
+
+def _origins(edges, seeds):
+    """{value: the pointer arguments it comes from}, seeds (argument: itself) carried along the edges."""
+    origins = {value: {value} for value in seeds}
+    origins[_ANY] = {_ANY}
+    successors = {}
+    for source, target in edges:
+        successors.setdefault(source, []).append(target)
+    work = list(origins)
+    while work:
+        value = work.pop()
+        for target in successors.get(value, ()):
+            known = origins.setdefault(target, set())
+            if not origins[value] <= known:
+                known |= origins[value]
+                work.append(target)
+    return origins
+
+
+def _functions(lines):
+    """[(the tt.func line, its body's lines)] of a TTIR's lines."""
+    functions = []
+    for line in lines:
+        if re.match(r"tt\.func\b", line):
+            functions.append((line, []))
+        elif functions:
+            functions[-1][1].append(line)
+    return functions
+
+
+def pointer_loaded_and_stored(ttir):
+    """The first pointer argument of a kernel that the kernel both loads from and stores to (a scratch
+    buffer), as "%arg is loaded (first such load) and stored (first such store)", or None. A pointer
+    comes from every argument it is computed from (tt.splat, tt.addptr, tt.broadcast, tt.expand_dims,
+    tt.reshape, arith.select, ... and scf loops' and branches' block arguments, _memory_accesses); a pointer
+    that was itself loaded counts as any argument's, and an atomic's and one passed to tt.call as both loaded
+    and stored."""
+    for header, body in _functions(ttir_lines(ttir)):
+        arguments = [name for name, pointer in _function_arguments(header) if pointer]
+        if not arguments:
+            continue
+        edges, accesses = _memory_accesses(body)
+        origins = _origins(edges, arguments)
+
+        def touched(value):
+            found = origins.get(value) or origins.get(value.split("#")[0]) or set()
+            return set(arguments) if _ANY in found else found & set(arguments)
+        loads = [(line, touched(v)) for line, v, loads, _ in accesses if loads]
+        stores = [(line, touched(v)) for line, v, _, stores in accesses if stores]
+        for argument in arguments:
+            load = next((line for line, args in loads if argument in args), None)
+            store = next((line for line, args in stores if argument in args), None)
+            if load and store:
+                return f"{argument} is loaded ({load}) and stored ({store})"
+    return None
+
+
+TOLERANT_RUNG_OPS = re.compile(r"\b(tt\.precise_divf|tt\.extern_elementwise|tt\.gather|gpu\.barrier"
+                               r"|tt\.elementwise_inline_asm)\b")
+
+
+def op_beyond_the_last_rung(ttir):
+    """The first div_rn (tt.precise_divf), libdevice call (tt.extern_elementwise), tt.gather, barrier or
+    inline asm, or None."""
+    return _first_line(ttir, TOLERANT_RUNG_OPS.search)
+
+
+# Which rows a rule applies to: (chip, exact) -> bool, the chip's backend name and whether the row's route is
+# exact (its Route record's `exact`, route_is_exact).
+ROW_SCOPES = {
+    "every row": lambda chip, exact: True,
+    "Ascend rows": lambda chip, exact: chip == "ascend",
+    "inexact routes": lambda chip, exact: not exact,  # Route.exact False: the last rung, "tolerant"
+}
+
+
+class TtirRule(NamedTuple):
+    """A rule over a kernel's TTIR: its name, the rows it applies to (a key of ROW_SCOPES), what it keeps
+    (shown when broken) and the check (the TTIR's first offending line, or None)."""
+    name: str
+    rows: str
+    text: str
+    check: Callable
+
+    def applies(self, chip, exact):
+        return ROW_SCOPES[self.rows](chip, exact)
+
+
+TTIR_RULES = (
+    TtirRule("custom-combine reduction", "every row", "every reduction combines with the one op of tl.sum, tl.max "
+             "or tl.min (not maximumf)",
+             custom_combine_reduction),
+    TtirRule("reduction axis", "every row", "every reduction runs along its operand's last axis",
+             reduction_off_the_last_axis),
+    TtirRule("unsigned op", "Ascend rows", "no unsigned integer operation on Ascend", unsigned_op),
+    TtirRule("masked memory op", "Ascend rows", "no masked tt.load or tt.store on Ascend", masked_load_or_store),
+    TtirRule("float self-compare", "Ascend rows", "no float compare of a value with itself on Ascend",
+             float_compare_with_itself),
+    TtirRule("scratch argument", "Ascend rows", "no pointer argument is both loaded and stored on Ascend (its "
+             "compiler corrupts a load of what the same program stored)", pointer_loaded_and_stored),
+    TtirRule("last rung op", "inexact routes", "the inexact last rung has no div_rn, libdevice, tl.gather, barrier "
+             "or inline asm", op_beyond_the_last_rung),
+)
+
+
+def route_is_exact(solution, route):
+    """Whether a route of the solution is exact: its ROUTE_TABLE record's `exact`, True where it has none."""
+    record = (getattr(solution, "ROUTE_TABLE", None) or {}).get(route)
+    return bool(getattr(record, "exact", True))
+
+
+# ---------------------------------------------------------------- the source rule (pure: the tests call it)
+
+SOURCE_WORD = "dot"
+
+
+def _is_jit(decorator):
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Attribute) and target.attr == "jit") or (isinstance(target, ast.Name)
+                                                                            and target.id == "jit")
+
+
+def jitted_sources(source):
+    """{name: (first line number, its source lines)} of every @triton.jit function of a Python source: from
+    `def` (Triton's JITFunction.src starts there) to its last line, with the comments after its last
+    statement that are indented as its body (inspect.getsource keeps those)."""
+    lines, found = source.splitlines(), {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_jit, node.decorator_list)):
+            end, body_column = node.end_lineno, node.body[0].col_offset
+            for k in range(node.end_lineno, len(lines)):
+                text = lines[k]
+                if not text.strip():
+                    continue
+                if text.lstrip().startswith("#") and len(text) - len(text.lstrip()) >= body_column:
+                    end = k + 1
+                    continue
+                break
+            found[node.name] = (node.lineno, lines[node.lineno - 1:end])
+    return found
+
+
+def dot_in_jitted_sources(source):
+    """[(function, line number, line)]: each @triton.jit function whose source holds "dot" anywhere (name,
+    docstring, comments, code), with its first such line. Iluvatar's JIT sets `use_sme = 'dot' in src` for a
+    kernel and every jitted function it calls, and takes a matmul path for such kernels
+    (../shared/BACKENDS.md)."""
+    offenders = []
+    for name, (first, lines) in jitted_sources(source).items():
+        hit = next((i for i, line in enumerate(lines) if SOURCE_WORD in line), None)
+        if hit is not None:
+            offenders.append((name, first + hit, lines[hit].strip()))
+    return sorted(offenders, key=lambda offender: offender[1])
+
+
+def describe_rules():
+    """TTIR_RULES and the source rule as the module docstring (and --help) lists them."""
+    lines = [f"  {rule.rows:<16} {rule.name}: {rule.text}" for rule in TTIR_RULES]
+    lines.append(f"  {'every row':<16} source rule: no @triton.jit function of the solution has '{SOURCE_WORD}' "
+                 "in its source (Iluvatar's JIT takes a matmul path for one)")
+    return "\n".join(lines)
+
+
+__doc__ = __doc__.replace("<the rules, from TTIR_RULES>", describe_rules())  # TTIR_RULES is their one home
+
+
+def source_problems(solution_path):
+    """The source rule's problem for every row, as one line ([] when no jitted function has "dot")."""
+    offenders = dot_in_jitted_sources(Path(solution_path).read_text(encoding="utf-8"))
+    if not offenders:
+        return []
+    name, line_number, line = offenders[0]
+    more = f" (and {len(offenders) - 1} more jitted functions)" if len(offenders) > 1 else ""
+    return [f"source rule (no '{SOURCE_WORD}' in a jitted function's source: Iluvatar's JIT takes a matmul path): "
+            f"{name}, line {line_number}: {line}{more}"]
 
 
 def problem_lines(problems_by_shape):
@@ -276,7 +761,8 @@ def plan_row(solution, row_index, shapes):
             if job is None:
                 job = jobs[key] = {
                     "row": row_index, "chip": row.backend, "key": repr(key), "target": row.target, "backend": target_backend, "arch": arch,
-                    "warp_size": warp_size, "route": route, "plan": plan_call, "launch": name,
+                    "warp_size": warp_size, "route": route, "exact": route_is_exact(solution, route),
+                    "plan": plan_call, "launch": name,
                     "kernel": launch.kernel.__name__, "settings": compile_matrix.settings_text(launch),
                     "shapes": 0, "launches_checked": 0, "limit_problems": [], "labels": []}
             if label not in job["labels"]:  # a launch two rungs share (the sigmoid table) counts a shape once
@@ -373,7 +859,7 @@ def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, l
             if plan["refused"]:
                 rows.append(_unchecked_row(index, triton, "; ".join(plan["refused"])))
             compiles += [(python, {**job, "triton": triton}) for job in plan["jobs"]]
-    rows += _compile_rows(compiles, solution_path, jobs, timeout, log)
+    rows += _compile_rows(compiles, solution_path, jobs, timeout, log, source_problems(solution_path))
     return sorted(rows, key=lambda r: r["row"]), shape_count
 
 
@@ -404,9 +890,11 @@ def _install_and_plan(installs, solution_path, jobs, log):
     return planned
 
 
-def _compile_rows(compiles, solution_path, jobs, timeout, log):
+def _compile_rows(compiles, solution_path, jobs, timeout, log, source=()):
     """One row per (python, job), each job's launch compiled in its own process, `jobs` at a time.
-    Rows that compile the same launch for the same target with the same Triton share one compile."""
+    Rows that compile the same launch for the same target with the same Triton share one compile. A row
+    fails on its compile, its limits, compiled_problems and the source rule's problems (source). A row on
+    a chip's own target with known SM limits says how many of its programs an SM holds."""
     unique = {}
     for python, job in compiles:
         unique.setdefault((python, job["target"], job["key"]), job)
@@ -427,10 +915,14 @@ def _compile_rows(compiles, solution_path, jobs, timeout, log):
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         compiled = dict(zip(unique, pool.map(compile_once, unique.items())))
-    rows = []
+    rows, judge = [], judge_rows()
     for python, job in compiles:
         ok, detail, result, seconds = compiled[(python, job["target"], job["key"])]
-        problems = compiled_problems(job["chip"], result) if result else []
+        problems = (compiled_problems(job["chip"], result, job.get("exact", True)) if result else []) + list(source)
+        result = compile_matrix.without_ttir(result)
+        if ok and not judge[job["row"]].stands_in_for:
+            occupancy = compile_matrix.occupancy_text(job["backend"], job["arch"], result)
+            detail += f"; {occupancy}" if occupancy else ""
         rows.append({**job, "ok": ok and not problems and not job["limit_problems"], "reached": reached(ok, result),
                      "compile": detail if ok and not problems else "FAIL: " + "; ".join(problems + [detail]),
                      "result": result, "seconds": seconds})
@@ -454,7 +946,18 @@ def format_table(rows, shape_count):
     lines.insert(1, "-" * len(lines[0]))
     shown = [judge[i] for i in sorted({r["row"] for r in rows})]
     notes = [f"  {row.label} on {row.target}: a stand-in for {row.stands_in_for}" for row in shown if row.stands_in_for]
+    for row in shown:
+        chip = JUDGE_CHIPS.get(row.backend)
+        why = dict(chip.more_targets).get(row.target) if chip else None
+        limits = compile_matrix.SM_LIMITS.get(compile_matrix.parse_target(row.target)[:2])
+        if why:
+            notes.append(f"  {row.label} on {row.target}: {why}")
+        if limits and not row.stands_in_for:
+            notes.append(f"  {row.label} on {row.target}: programs/SM of an {limits.part} ({row.sm_count} SMs, each "
+                         f"{limits.registers} registers, {limits.shared // 1024} KB shared memory, {limits.threads} "
+                         f"threads, {limits.programs} programs)")
     notes += [f"  {row.label} on Triton {row.triton}: {row.why}" for row in shown if row.why]
+    notes = list(dict.fromkeys(notes))
     return "\n".join(lines + (["", "Stand-ins and extra rows:"] + notes if notes else []))
 
 

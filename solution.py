@@ -537,6 +537,25 @@ def _with_column(tile, values, column, columns):
 
 
 @triton.jit
+def _first_tile(INDEX_64: tl.constexpr):
+    """This program's first tile; it then takes every num_programs-th."""
+    tile = tl.program_id(0)
+    if INDEX_64:
+        tile = tile.to(tl.int64)
+    return tile
+
+
+@triton.jit
+def _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT: tl.constexpr,
+                      NPU_DIVISION: tl.constexpr):
+    """Quantizes y_t (channels x tokens, fp32: one token group of each channel), stores its int8 and returns
+    the tile of scales s_y with the group's in column g."""
+    q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION)
+    tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
+    return _with_column(s_y, s, g, groups)
+
+
+@triton.jit
 def _y_of_x(gate, up, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
     """y = silu(gate) * up as bf16, from bf16 gate and up tiles."""
     gate = gate.to(tl.float32)
@@ -554,9 +573,7 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, M, H, stride_x,
     half; the groups are closed one by one and their scales stored together."""
     tiles_h = H // (GROUP * GROUPS)
     tiles = (M // ROWS) * tiles_h
-    tile = tl.program_id(0)
-    if INDEX_64:
-        tile = tile.to(tl.int64)
+    tile = _first_tile(INDEX_64)
     local = tl.arange(0, GROUP)
     groups = tl.arange(0, GROUPS)
     while tile < tiles:  # a while loop: the interpreter takes no runtime bound in range()
@@ -595,9 +612,7 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, stride
     Route.column_gather."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
-    tile = tl.program_id(0)
-    if INDEX_64:
-        tile = tile.to(tl.int64)
+    tile = _first_tile(INDEX_64)
     local = tl.arange(0, GROUP)
     groups = tl.arange(0, GROUPS)
     while tile < tiles:
@@ -610,9 +625,8 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, stride
             if GATHER:  # Route.column_gather: offsets a compiler cannot see as affine (no-op max)
                 x_offs = tl.maximum(x_offs, 0)
             y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + (x_offs + H)), EXACT, NO_LIBDEVICE, NPU_DIVISION)
-            q, s = _quantize_rows(y.to(tl.float32), EXACT, NPU_DIVISION)
-            s_y = _with_column(s_y, s, g, groups)
-            tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
+            s_y = _quantize_y_group(y.to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT,
+                                    NPU_DIVISION)
         tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
         tile += tl.num_programs(0)
 
@@ -626,9 +640,7 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, str
     order."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
-    tile = tl.program_id(0)
-    if INDEX_64:
-        tile = tile.to(tl.int64)
+    tile = _first_tile(INDEX_64)
     local = tl.arange(0, GROUP)
     groups = tl.arange(0, GROUPS)
     while tile < tiles:
@@ -639,9 +651,8 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, str
             tokens = (first_group + g) * GROUP + local
             x_offs = tokens[:, None] * stride_x + channels[None, :]
             y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + x_offs + H), EXACT, NO_LIBDEVICE, NPU_DIVISION)
-            q, s = _quantize_rows(tl.trans(y).to(tl.float32), EXACT, NPU_DIVISION)
-            s_y = _with_column(s_y, s, g, groups)
-            tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
+            s_y = _quantize_y_group(tl.trans(y).to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups,
+                                    EXACT, NPU_DIVISION)
         tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
         tile += tl.num_programs(0)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import compile_matrix
+import harness
 from fixtures.broken_solutions import COMPILE
 from test_check import make_broken
 
@@ -27,18 +28,21 @@ def run_targets(targets, tmp_path, solution=ROOT / "solution.py"):
 def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
     proc, report = run_targets("cuda:90,hip:gfx942", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    compiled = {(r["target"], r["route"], r["kernel"]) for r in report["rows"] if r["ok"]}
-    ladders = {"cuda:90": ("nvidia", "nvidia_per_element", "native", "native_per_element", "generic",
-                           "generic_per_element"),
-               "hip:gfx942": ("native", "native_per_element", "generic", "generic_per_element")}
-    mains = {(target, route, "_silu_dot_quant_kernel") for target, routes in ladders.items() for route in routes}
-    probes = {(target, route, "_probe_kernel") for target in ladders for route in ("native", "native_per_element")}
-    plain = {(target, "plain", kernel) for target in ladders for kernel in ("_plain_grad_kernel", "_plain_y_kernel")}
-    # One table launch serves every table rung; its row names the first.
-    tables = {("cuda:90", "nvidia", "_sigmoid_table_kernel"), ("hip:gfx942", "native", "_sigmoid_table_kernel")}
-    assert compiled == mains | probes | plain | tables
+    compiled = {(r["target"], r["kernel"]) for r in report["rows"] if r["ok"]}
+    # Every kernel that every rung of each target's ladder launches compiles (a launch two rungs share is
+    # compiled once, under the first): the route and kernel names are the solution's own.
+    solution = harness.load_solution(ROOT / "solution.py", name="solution_for_matrix_test")
+    for target, backend in (("cuda:90", "nvidia"), ("hip:gfx942", "amd")):
+        kind, arch, warp_size = compile_matrix.parse_target(target)
+        for route in compile_matrix.ladder(solution, solution.BACKENDS[backend]):
+            plan = solution.launch_plan(backend, 1024, 4096, route=route, arch=arch, warp_size=warp_size,
+                                        sm_count=compile_matrix.multiprocessors(kind, arch))
+            assert {(target, launch.kernel.__name__) for launch in plan.values()} <= compiled, (target, route)
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
+        if row["target"] == "cuda:90":
+            assert row["result"]["ptxas"]["registers"] > 0 and row["result"]["shared"] is not None, row
+        assert "ttir" not in row["result"]
 
 
 @pytest.mark.parametrize("name", sorted(COMPILE))
@@ -94,6 +98,7 @@ def test_a_bishengir_ub_overflow_fails_the_compile_with_its_own_words():
     process = subprocess.CompletedProcess([], 1, "", "Traceback (most recent call last):\n  ...\n" + line + "\n")
     ok, detail, _ = compile_matrix.compile_verdict(process)
     assert not ok and "ub overflow, requires 7380992 bits" in detail
+    assert detail.endswith("; UB 901.0 KB of 192 KB needed by bishengir's last plan (after its retries)")
 
 
 def test_a_frontend_error_names_its_cause_and_place():
@@ -126,3 +131,125 @@ def test_a_compile_fails_on_a_crash_an_error_message_or_lost_stores(process, rea
     assert ok is (reason is None), detail
     if reason:
         assert reason in detail
+
+
+# Recorded: Triton 3.6.0's bundled ptxas (CUDA 12.8) -v on the nvidia_per_element main kernel's PTX for sm_80.
+PTXAS_VERBOSE = """ptxas info    : 11 bytes gmem, 8 bytes cmem[4]
+ptxas info    : Compiling entry function '_silu_dot_quant_kernel' for 'sm_80'
+ptxas info    : Function properties for _silu_dot_quant_kernel
+    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack size, 464 bytes cmem[0]
+ptxas info    : Compile time = 75.064 ms
+"""
+
+
+def test_a_ptxas_verbose_log_gives_registers_spills_and_static_shared_memory():
+    assert compile_matrix.parse_ptxas_verbose(PTXAS_VERBOSE) == {
+        "registers": 80, "stack": 8, "spill_stores": 8, "spill_loads": 8, "static_shared": 0}
+    with_smem = PTXAS_VERBOSE.replace("used 1 barriers, ", "used 1 barriers, 1024 bytes smem, ")
+    assert compile_matrix.parse_ptxas_verbose(with_smem)["static_shared"] == 1024
+    assert compile_matrix.parse_ptxas_verbose("ptxas fatal   : Unresolved extern function")["registers"] is None
+
+
+def test_the_usage_shows_in_a_compiles_detail():
+    result = {"ptxas": compile_matrix.parse_ptxas_verbose(PTXAS_VERBOSE), "shared": 8192}
+    assert compile_matrix.usage_text(result) == "80 registers, 8/8 B spilled (stores/loads), 8192 B shared"
+    assert compile_matrix.usage_text({"ptxas": None, "shared": None}) == ""
+
+
+A100 = compile_matrix.SM_LIMITS[("cuda", 80)]
+
+
+@pytest.mark.parametrize("registers, threads, shared, expected", [
+    (80, 256, 32768, (3, "registers")),       # the nvidia route's 8-warp program: 3 x 80 x 256 of 65536
+    (64, 512, 32768, (2, "registers")),       # its 16-warp program
+    (75, 256, 0, (3, "registers")),           # allocated as 80 (8 a thread, 256 a warp)
+    (32, 256, 60 * 1024, (2, "shared memory")),  # 61 KB with the runtime's 1 KB: 2 of 164 KB
+    (16, 1024, 0, (2, "threads")),
+    (16, 32, 0, (32, "programs")),
+])
+def test_programs_an_a100_sm_holds(registers, threads, shared, expected):
+    assert compile_matrix.programs_per_sm(A100, registers, threads, shared) == expected
+
+
+def test_occupancy_is_told_only_where_the_targets_sm_limits_are_known():
+    result = {"ptxas": {"registers": 80, "static_shared": 0}, "shared": 32768, "threads": 256}
+    assert compile_matrix.occupancy_text("cuda", 80, result) == "3 programs/SM of an A100 (registers)"
+    assert compile_matrix.occupancy_text("cuda", 90, result) == ""
+    assert compile_matrix.occupancy_text("cuda", 80, {**result, "ptxas": None}) == ""
+    assert compile_matrix.MULTIPROCESSORS[("cuda", 80)] == 108  # the A100's SMs: their one home
+
+
+# ---------------------------------------------------------------- Ascend's unified buffer (UB)
+
+# The HIVM IR bishengir-compile hands to hivmc, cut down (as triton-ascend 3.2.0's ascendnpu-ir 1.2.0 prints
+# it): UB buffers are pointer casts of byte offsets; the second is multibuffered (two offsets), the third
+# 20 bits of i1 (3 bytes); a cast to global memory is not the UB's.
+HIVM = """module attributes {dlti.target_system_spec = #dlti.target_system_spec<"NPU" : #hacc.target_device_spec<#dlti.dl_entry<"VECTOR_CORE_COUNT", 40 : i32>, #dlti.dl_entry<"UB_SIZE", 1572864 : i32>, #dlti.dl_entry<"UB_ALIGN_SIZE", 256 : i32>>>} {
+  func.func private @vexp_1d_float(memref<?xf32, strided<[?], offset: ?>, #hivm.address_space<ub>>, memref<?xf32, strided<[?], offset: ?>, #hivm.address_space<ub>>) attributes {hacc.always_inline}
+  func.func @k(%arg3: memref<?xbf16, #hivm.address_space<gm>>) attributes {hacc.entry} {
+    %c20544_i64 = arith.constant 20544 : i64
+    %c12352_i64 = arith.constant 12352 : i64
+    %c4160_i64 = arith.constant 4160 : i64
+    %c64_i64 = arith.constant 64 : i64
+    %c0_i64 = arith.constant 0 : i64
+    %0 = hivm.hir.pointer_cast(%c0_i64) : memref<16xf32, #hivm.address_space<ub>>
+    %1 = hivm.hir.pointer_cast(%c64_i64) : memref<16x128xbf16, #hivm.address_space<ub>>
+    %2 = hivm.hir.pointer_cast(%c4160_i64, %c12352_i64) : memref<16x128xf32, #hivm.address_space<ub>>
+    %3 = hivm.hir.pointer_cast(%c20544_i64) : memref<20xi1, #hivm.address_space<ub>>
+    %4 = hivm.hir.pointer_cast(%c0_i64) : memref<0xf32, #hivm.address_space<ub>>
+    %5 = hivm.hir.pointer_cast(%c0_i64) : memref<1048576xf32, #hivm.address_space<gm>>
+    call @vexp_1d_float(%0, %0) : (memref<16xf32, #hivm.address_space<ub>>, memref<16xf32, #hivm.address_space<ub>>) -> ()
+    return
+  }
+}
+"""
+# A second function whose constant has a name the first one's has: constants are read per function.
+HIVM_TWO = HIVM.rstrip().removesuffix("}") + """  func.func @k2() {
+    %c64_i64 = arith.constant 30000 : i64
+    %0 = hivm.hir.pointer_cast(%c64_i64) : memref<4x4xf32, strided<[4, 1]>, #hivm.address_space<ub>>
+    return
+  }
+}
+"""
+RETRIED = ("[NOTE] Ub overflow detected; automatically set enable-code-motion to false and retrying compilation.\n"
+           "[NOTE] Ub overflow detected; automatically set enable-auto-multi-buffer to false and retrying "
+           "compilation.\n")
+
+
+def test_the_ub_plan_is_the_top_of_the_highest_ub_buffer_of_the_hivm_ir():
+    assert compile_matrix.ub_plan(HIVM) == {"bytes": 12352 + 16 * 128 * 4 + 3, "available": 192 * 1024, "buffers": 5,
+                                            "unread": 0, "retried_without": []}
+    assert compile_matrix.ub_plan(HIVM_TWO)["bytes"] == 30000 + 64
+    dynamic = HIVM.replace("memref<20xi1, #hivm", "memref<?xi1, #hivm")
+    assert compile_matrix.ub_plan(dynamic)["unread"] == 1
+    assert compile_matrix.ub_plan("module {\n}\n") is None
+    assert compile_matrix.ub_text(compile_matrix.ub_plan(HIVM)) == "UB 20.1 KB of 192 KB planned"
+
+
+def test_a_plan_after_bishengirs_retry_says_so():
+    ub = compile_matrix.ub_plan(HIVM, "warning: something\n" + RETRIED)
+    assert ub["retried_without"] == ["code motion", "multibuffer"]
+    assert compile_matrix.ub_text(ub).startswith(
+        "UB 20.1 KB of 192 KB planned after bishengir's retry without code motion and multibuffer")
+    assert compile_matrix.ub_problem(ub) is None
+
+
+def _npu_result(ub_bytes, **ub):
+    plan = {"bytes": ub_bytes, "available": 192 * 1024, "buffers": 36, "unread": 0, "retried_without": [], **ub}
+    return _process(stdout="RESULT " + json.dumps({"stores": 2, "sites": 2, "asm": "hivm", "binary": False,
+                                                   "no_binary": "hivmc is a stand-in: no binary", "ub": plan}))
+
+
+def test_the_ub_limit_is_150_kb_and_a_plan_over_it_fails_the_compile():
+    assert compile_matrix.UB_LIMIT_BYTES == 153600 < compile_matrix.UB_BYTES == 196608
+    ok, detail, result = compile_matrix.compile_verdict(_npu_result(153600))
+    assert ok and detail.endswith("; UB 150.0 KB of 192 KB planned") and result["ub"]["bytes"] == 153600
+    ok, detail, _ = compile_matrix.compile_verdict(_npu_result(156160))
+    assert not ok and "UB 152.5 KB (156160 bytes) planned, more than the 150 KB limit (153600 bytes" in detail
+    ok, detail, _ = compile_matrix.compile_verdict(_npu_result(90000, unread=1))
+    assert not ok and "1 UB buffers of unknown size or offset" in detail
+    process = _npu_result(0)
+    process.stdout = process.stdout.replace('"ub": {', '"ub": null, "x": {')
+    ok, detail, _ = compile_matrix.compile_verdict(process)
+    assert not ok and "no UB plan in the HIVM IR" in detail
