@@ -195,15 +195,17 @@ def _is_jit(fn):
 
 
 def _walk_gpu_path(nodes):
-    """Nodes of a kernel body, leaving out the bodies of `if` tests that name a flag of EXEMPT_BRANCHES and
-    the else branches of those that name one of EXEMPT_ELSE_BRANCHES."""
+    """Nodes of a kernel body, leaving out the bodies of `if` tests that are a flag of EXEMPT_BRANCHES alone
+    (`if NO_LIBDEVICE:`, `if _INTERPRET:`) and the else branches of those that are one of
+    EXEMPT_ELSE_BRANCHES alone (a test that combines flags is read whole)."""
     stack = list(nodes)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_BRANCHES):
+        test = ast.unparse(node.test).lstrip("_") if isinstance(node, ast.If) else None
+        if test in EXEMPT_BRANCHES:
             stack.extend(node.orelse)
             continue
-        if isinstance(node, ast.If) and any(flag in ast.unparse(node.test) for flag in EXEMPT_ELSE_BRANCHES):
+        if test in EXEMPT_ELSE_BRANCHES:
             stack.extend(node.body)
             continue
         yield node

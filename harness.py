@@ -397,7 +397,8 @@ def _distance(q, s, ref_q, ref_s):
     finite = torch.isfinite(ref_s)
     if not finite.any():
         return 0.0, 0
-    absmax = (ref_s[finite].double() * 127).clamp(min=2.0**-133)
+    # The group's absmax is a bf16 value: scale * 127 rounds back to it (a power of two lands just below).
+    absmax = (ref_s[finite] * 127).to(torch.bfloat16).double().clamp(min=2.0**-133)
     ulp = torch.exp2(torch.floor(torch.log2(absmax)) - 7) / 127
     ulps = float(((s[finite].double() - ref_s[finite].double()).abs() / ulp).nan_to_num(nan=float("inf")).max())
     in_finite = finite.repeat_interleave(GROUP_SIZE, dim=1)

@@ -1321,6 +1321,10 @@ class _Device:
             self.sm_count = torch.cuda.get_device_properties(x.device).multi_processor_count
         elif x.device.type == "npu":
             self.sm_count = _driver_cores(self.index)
+            try:  # triton-ascend's compiler asks the runtime for the SoC (cached): ask it here, before any fork
+                triton.runtime.driver.active.utils.get_arch()
+            except Exception:
+                pass
         self.backend = backend_for(x.device.type, target, _device_name(x))
         self.warp_size = reported_warp_size or self.backend.warp_size
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
@@ -1385,19 +1389,20 @@ class _Device:
                 self.module.synchronize()  # the table is filled before a call on any stream reads it
             return
 
-    def call_launches(self, M, H, index_64, settings, args):
-        """[(launch, the indices of its arguments in args, its compiled kernels by specialization)] of a
-        call's kernels (settings: the route's own where None), found once per shape: the first rung of the
-        ladder whose kernels all compile for these arguments. A persistent route's grid is then planned
-        again from the programs an SM holds of its compiled kernel (resident_programs)."""
+    def call_launches(self, M, H, index_64, settings, args, specialization):
+        """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the
+        specializations compiled and loaded through _compile)] of a call's kernels (settings: the route's
+        own where None), found once per shape: the first rung of the ladder whose kernels all compile for
+        these arguments. A persistent route's grid is then planned again from the programs an SM holds of
+        its compiled kernel (resident_programs)."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
         resident = None
         while found is None:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
-                      {}) for launch in self._plan(M, H, index_64, settings, resident).values()
+                      {}, {specialization}) for launch in self._plan(M, H, index_64, settings, resident).values()
                      if launch.name not in PER_DEVICE_LAUNCHES]
-            for launch, indices, _ in found:
+            for launch, indices, _, _ in found:
                 try:
                     kernel = _compile(launch, tuple(args[i] for i in indices), self)
                 except Exception as exc:
@@ -1412,6 +1417,13 @@ class _Device:
                         break
         self.launches[key] = found
         return found
+
+    def leave_shape(self, key, why):
+        """Leaves the first rung, as a kernel of this shape cannot run on it (why), and forgets the shape's
+        launches, to be found again on the next rung."""
+        self._leave(why)
+        self._settle()
+        self.launches.pop(key, None)
 
 
 class KernelFailure(Exception):
@@ -1462,7 +1474,7 @@ def _compile(launch, args, device=None):
     if not hasattr(launch.kernel, "warmup"):
         return None
     if device is not None and not _INTERPRET:
-        _compile_in_child(launch, args, device.target, device.index)
+        _compile_in_child(launch, args, device.target, device.index, device.table)
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
     load = getattr(kernel, "_init_handles", None)
     if callable(load):
@@ -1474,10 +1486,15 @@ def _compile(launch, args, device=None):
     return kernel
 
 
+class _DriverAsked(AttributeError):
+    """A forked child's JIT asked Triton's driver for more than _ChildDriver answers."""
+
+
 class _ChildDriver:
     """Triton's active driver as a forked child sees it: the parent's target and device index and a null
-    stream, all a JIT compile asks of it on Triton 3.0-3.9, and no device call (a device context does not
-    survive a fork). Anything else raises: the child's compile then fails, and the parent compiles alone."""
+    stream, all that the JIT compile of Triton 3.0, 3.1, 3.2, 3.5, 3.6 and 3.9 and triton-ascend 3.2 asks
+    of it, and no device call (a device context does not survive a fork). Anything else raises
+    _DriverAsked: the child then tells the parent, which compiles alone from then on, with one warning."""
 
     def __init__(self, target, index):
         self._target, self._index = target, index
@@ -1491,72 +1508,138 @@ class _ChildDriver:
     def get_current_stream(self, device=None):
         return 0
 
+    def __getattr__(self, name):
+        raise _DriverAsked(name)
+
+
+@triton.jit
+def _canary_kernel(out_ptr, BLOCK: tl.constexpr):
+    """A kernel every compiler builds: a child that dies compiling it too shows that children die here."""
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.float32))
+
 
 CHILD_COMPILE_TIMEOUT_S = 300
-_CHILD_RAISED = 3  # a child's exit code when its compile raised a Python exception
-_no_child_warned = []
+_no_children = []  # why children no longer compile in this process (empty while they do)
 
 
-def _compile_in_child(launch, args, target, index):
-    """Compiles a launch in a forked child, through the kernel's own JIT (so with the key that this
-    process's compile then finds in Triton's cache), and raises KernelFailure "kills its compiler" where
-    the child died of a signal or exited with a code of its own: an LLVM fatal error, which no except
-    clause sees. A child whose compile raised a Python exception says nothing: this process compiles and
-    raises it. Where no child can be started (no fork, no target, a sandbox) or it does not finish in
-    CHILD_COMPILE_TIMEOUT_S, this process compiles alone, with one warning a process."""
-    fork = getattr(os, "fork", None)
-    pid = None
-    if fork is not None and target is not None:
+def _in_child(kernel, args, grid, kwargs, target, index):
+    """(verdict, detail) of compiling kernel for args in a forked child, through its own JIT with
+    _ChildDriver: "compiled"; "raised" (a Python exception: the parent's compile meets it again); "died"
+    (a signal, or an exit before the child told its verdict: an LLVM fatal error, a compiler's exit());
+    "no child" where none could be started, waited for or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT
+    asked the driver for more. The child runs in a process group of its own, killed whole on a timeout."""
+    try:
+        read_end, write_end = os.pipe()
+    except Exception as exc:
+        return "no child", f"os.pipe failed ({type(exc).__name__}: {exc})"
+    try:
         for stream in (sys.stdout, sys.stderr):  # what this process has buffered is written once, here
             stream.flush()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork in a threaded process
-            try:
-                pid = fork()
-            except OSError as exc:
-                why = f"os.fork failed ({exc})"
-    else:
-        why = "this platform has no os.fork" if fork is None else "Triton's driver gives no target"
+            pid = os.fork()
+    except Exception as exc:
+        os.close(read_end)
+        os.close(write_end)
+        return "no child", f"os.fork failed ({type(exc).__name__}: {exc})"
     if pid == 0:
-        code = _CHILD_RAISED
+        verdict = b"R"
         try:
-            child = _ChildDriver(target, index)
+            os.close(read_end)
+            os.setpgid(0, 0)
             if hasattr(triton.runtime.driver, "set_active"):
-                triton.runtime.driver.set_active(child)
+                triton.runtime.driver.set_active(_ChildDriver(target, index))
             else:
-                triton.runtime.driver.active = child
-            launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
-            code = 0
+                triton.runtime.driver.active = _ChildDriver(target, index)
+            kernel.warmup(*args, grid=grid, **kwargs)
+            verdict = b"C"
+        except _DriverAsked as asked:
+            verdict = b"A" + str(asked).encode()[:100]
+        except BaseException:
+            pass
         finally:
-            os._exit(code)
-    if pid is not None:
+            try:
+                os.write(write_end, verdict)
+            finally:
+                os._exit(0)
+    os.close(write_end)
+    status = None
+    try:
         deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
+        while status is None and time.monotonic() < deadline:
+            done, reaped = os.waitpid(pid, os.WNOHANG)
             if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                why, status = f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s", None
-                break
-            time.sleep(0.005)
-        if status is not None:
-            if os.WIFSIGNALED(status):
-                number = os.WTERMSIG(status)
-                try:
-                    name = signal.Signals(number).name
-                except ValueError:
-                    name = "unnamed"
-                raise KernelFailure("kills its compiler", f"the compiling process died of signal {number} ({name})")
-            code = os.WEXITSTATUS(status)
-            if code not in (0, _CHILD_RAISED):
-                raise KernelFailure("kills its compiler", f"the compiling process exited with code {code}")
+                status = reaped
+            else:
+                time.sleep(0.005)
+        message = os.read(read_end, 128) if status is not None else b""
+    except BaseException as exc:
+        _kill_child(pid)
+        if not isinstance(exc, Exception):
+            raise  # KeyboardInterrupt: the child is gone, the interrupt goes on
+        return "no child", f"waiting for the child failed ({type(exc).__name__}: {exc})"
+    finally:
+        os.close(read_end)
+    if status is None:
+        _kill_child(pid)
+        return "no child", f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s"
+    if message in (b"C", b"R"):
+        return ("compiled" if message == b"C" else "raised"), ""
+    if message.startswith(b"A"):
+        return "no child", f"the child's compile asked Triton's driver for {message[1:].decode(errors='replace')}"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unnamed"
+        return "died", f"the compiling process died of signal {number} ({name})"
+    return "died", f"the compiling process exited with code {os.WEXITSTATUS(status)} before it finished"
+
+
+def _kill_child(pid):
+    """Kills a child's process group (its compiler's tools with it) and reaps it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def _compile_in_child(launch, args, target, index, canary_arg=None):
+    """Compiles a launch first in a forked child (_in_child), so that a compiler that kills its process
+    (an LLVM fatal error, which no except clause sees) costs the rung, not the run: raises KernelFailure
+    "kills its compiler" where the child died, unless a child dies compiling _canary_kernel too (for
+    canary_arg, a float32 tensor): then children die here whatever they compile. Where no child can
+    compile (no fork, no target, a sandbox, a timeout, a JIT that asks the driver for more, children that
+    die), this process compiles alone from then on, with one warning a process."""
+    if _no_children:
+        return
+    if target is None:
+        why = "Triton's driver gives no target"
+    elif not hasattr(os, "fork"):
+        why = "this platform has no os.fork"
+    else:
+        verdict, why = _in_child(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}, target,
+                                 index)
+        if verdict in ("compiled", "raised"):
             return
-    if not _no_child_warned:
-        _no_child_warned.append(why)
-        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
-                      f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
+        if verdict == "died":
+            canary = "compiled"
+            if canary_arg is not None:
+                canary, _ = _in_child(_canary_kernel, (canary_arg,), (1,), {"BLOCK": 128}, target, index)
+            if canary != "died":
+                raise KernelFailure("kills its compiler", why)
+            why = f"a child dies compiling a trivial kernel too ({why})"
+    _no_children.append(why)
+    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
+                  f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
 
 
 def resident_programs(kernel, device_index, warp_size):
@@ -1628,7 +1711,7 @@ _SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name n
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel
-    launched (the main kernel on every route but plain). settings (LaunchSettings) overrides the route's
+    launched (the main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's
     own, for design sweeps. A route whose kernels do not compile for a shape is left for the next rung
     of its ladder, once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
@@ -1641,8 +1724,17 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
     # A launch's compiled kernel for this call's specialization is launched directly after its first call,
     # skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments.
-    for planned, indices, compiled in device.call_launches(M, H, index_64, settings, args):
+    for planned, indices, compiled, checked in device.call_launches(M, H, index_64, settings, args, specialization):
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
+        if specialization not in checked:
+            # Arguments of another alignment or size compile another binary: compiled and loaded as the
+            # first was, so that a compiler that dies or a binary that does not load costs the rung.
+            try:
+                _compile(planned, kernel_args, device)
+            except Exception as exc:
+                device.leave_shape((M, H, index_64, settings), _compile_failure(exc, planned))
+                return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
+            checked.add(specialization)
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:

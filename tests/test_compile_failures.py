@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ _CHILD_COMPILES = textwrap.dedent("""
         args = tuple(torch.zeros(M * H * 2, dtype=tensors[kind]) if kind in tensors else M
                      for name, kind in solution.KERNEL_ARGUMENTS if name in launch.signature)
         try:
-            solution._compile_in_child(launch, args, target, 0)
+            solution._compile_in_child(launch, args, target, 0, torch.zeros(128))  # with the canary
             print(route, "compiled", flush=True)
         except solution.KernelFailure as exc:
             print(route, exc.what, "|", exc.why, flush=True)
@@ -89,8 +90,9 @@ _CHILD_COMPILES = textwrap.dedent("""
 
 def test_a_compiler_that_kills_its_process_kills_only_the_child():
     """A real crash, no mock: the nvidia route's inline PTX compiled for AMD makes LLVM abort ("couldn't
-    allocate output register for constraint 'r'"). Compiled in a child, it costs that kernel, and the
-    generic route's kernel compiles there as it would here. Not under the interpreter: a process of its own."""
+    allocate output register for constraint 'r'"). Compiled in a child, it costs that kernel (the canary, a
+    trivial kernel compiled in a second child, lives), and the generic route's kernel compiles there as it
+    would here. Not under the interpreter: a process of its own."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(ROOT / ".pytest_cache" / "triton-child-compile")
     result = subprocess.run([sys.executable, "-c", _CHILD_COMPILES.format(root=str(ROOT))], env=env,
@@ -102,22 +104,42 @@ def test_a_compiler_that_kills_its_process_kills_only_the_child():
 
 
 def test_where_no_child_can_be_started_the_compile_runs_here_with_one_warning(monkeypatch):
-    monkeypatch.setattr(solution, "_no_child_warned", [])
+    monkeypatch.setattr(solution, "_no_children", [])
     launch = solution.launch_plan("interpreter", 128, 128)["main"]
 
     def fork_fails():
         raise OSError("Resource temporarily unavailable")
     monkeypatch.setattr(os, "fork", fork_fails)
     with pytest.warns(RuntimeWarning, match=r"compiling in this process, as no child process can compile here "
-                                            r"\(os.fork failed \(Resource temporarily unavailable\)\)"):
-        assert solution._compile_in_child(launch, (), object(), 0) is None
+                                            r"\(os.fork failed \(OSError: Resource temporarily unavailable\)\)"):
+        solution._compile_in_child(launch, (), object(), 0)
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        solution._compile_in_child(launch, (), object(), 0)
+    assert again == []  # one warning a process: children stay off
     monkeypatch.delattr(os, "fork")
-    solution._compile_in_child(launch, (), object(), 0)  # warned once a process
-    monkeypatch.setattr(solution, "_no_child_warned", [])
+    monkeypatch.setattr(solution, "_no_children", [])
     with pytest.warns(RuntimeWarning, match=r"\(this platform has no os.fork\)"):
         solution._compile_in_child(launch, (), object(), 0)
-    monkeypatch.setattr(solution, "_no_child_warned", [])
-    monkeypatch.undo()  # os.fork back
-    monkeypatch.setattr(solution, "_no_child_warned", [])
+    monkeypatch.setattr(solution, "_no_children", [])
     with pytest.warns(RuntimeWarning, match=r"\(Triton's driver gives no target\)"):
         solution._compile_in_child(launch, (), None, 0)  # no target to compile for: no child either
+
+
+def test_children_that_die_whatever_they_compile_are_turned_off_not_the_rung(monkeypatch):
+    """Where a child dies compiling the canary too, the fault is the children's (a vendor runtime that does
+    not survive a fork, say): no rung is left, and the process compiles alone from then on."""
+    monkeypatch.setattr(solution, "_no_children", [])
+    compiled = []
+
+    def every_child_dies(kernel, args, grid, kwargs, target, index):
+        compiled.append(kernel)
+        return "died", "the compiling process died of signal 11 (SIGSEGV)"
+    monkeypatch.setattr(solution, "_in_child", every_child_dies)
+    launch = solution.launch_plan("interpreter", 128, 128)["main"]
+    with pytest.warns(RuntimeWarning, match=r"no child process can compile here \(a child dies compiling a trivial "
+                                            r"kernel too \(the compiling process died of signal 11"):
+        solution._compile_in_child(launch, (), object(), 0, object())
+    assert compiled == [launch.kernel, solution._canary_kernel]
+    solution._compile_in_child(launch, (), object(), 0, object())
+    assert len(compiled) == 2  # children stay off

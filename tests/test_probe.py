@@ -24,7 +24,7 @@ def native_interpreter(monkeypatch):
                                                ._replace(routes=solution.BACKENDS["unknown"].routes)})
     monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
     monkeypatch.setattr(solution, "_devices", {})
-    monkeypatch.setattr(solution, "PROBE_SIZE", {**solution.PROBE_SIZE, "EXPONENT_STEP": 64, "MAX_ROWS": 128})
+    monkeypatch.setattr(solution, "PROBE_SIZE", {**solution.PROBE_SIZE, "EXPONENT_STEP": 64})
     return monkeypatch
 
 

@@ -361,7 +361,7 @@ def test_a_two_pass_grid_of_fewer_programs_than_tiles_writes_the_same_bytes(rout
     # At most 5 programs (the backend's grid cap): each program walks several tiles of each kernel.
     monkeypatch.setitem(solution.BACKENDS, "interpreter", solution.BACKENDS["interpreter"]._replace(max_grid=(5, 1, 1)))
     assert _same_bytes_as_the_default_launch(monkeypatch, route, M=384, H=384) == [0, 0, 0, 0]
-    [(grad, _, _), (y, _, _)], = solution._device(torch.empty(0)).launches.values()
+    [(grad, _, _, _), (y, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert grad.grid == y.grid == (5, 1, 1)
 
 
@@ -369,7 +369,7 @@ def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
     check = solution._check_inputs
     monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True))
     assert _same_bytes_as_the_default_launch(monkeypatch, "generic") == [0, 0, 0, 0]
-    [(main, _, _)], = solution._device(torch.empty(0)).launches.values()
+    [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.constexprs["INDEX_64"] is True
 
 

@@ -41,6 +41,19 @@ def test_the_ascend_rungs_give_the_ieee_rungs_bytes_on_every_family(shape, monke
             assert not any(harness.unwritten(out).values()), (route, family)
 
 
+@pytest.mark.parametrize("M, H", [(128, 1024), (1024, 128)])
+def test_the_ascend_rungs_store_eight_groups_scales_at_once(M, H, monkeypatch):
+    """H = 1024: 8 channel groups a grad_input scale store; M = 1024: 8 token groups a y_s_t store (cpu_small
+    reaches neither)."""
+    assert max(l.constexprs["GROUPS"] for l in solution.launch_plan("ascend", M, H).values()) == 8
+    for family in ("randn", "specials"):
+        x, gy = harness.make_inputs(M, H, seed=2, family=family)
+        expected = _run(monkeypatch, "generic", x, gy)
+        for route in ASCEND_RUNGS:
+            out = _run(monkeypatch, route, x, gy)
+            assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0], (route, family)
+
+
 @pytest.mark.parametrize("route", ["tolerant", "tolerant_npu"])
 def test_the_tolerant_rung_is_within_one_step_of_the_reference(route, monkeypatch):
     M, H = 128, 256
