@@ -1368,11 +1368,14 @@ class _Device:
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
             probe = plan.get("probe")
             probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
+            pairs = [(launch, (probe_out, self.table) if launch is probe else (self.table,)) for launch in per_device]
             try:
-                for launch in per_device:
-                    _compile(launch, (probe_out, self.table) if launch is probe else (self.table,), self)
+                if not _INTERPRET:  # their children compile at once; then each here, from Triton's cache
+                    _compile_in_children(pairs, self.target, self.index, self.table)
+                for launch, args in pairs:
+                    _compile(launch, args)
             except Exception as exc:
-                self._leave(_compile_failure(exc, launch))
+                self._leave(_compile_failure(exc, getattr(exc, "launch", None) or launch))
                 continue
             if "sigmoid_table" in plan and not self.table_filled:
                 table = plan["sigmoid_table"]
@@ -1428,11 +1431,11 @@ class _Device:
 
 class KernelFailure(Exception):
     """A kernel that cannot run on this device, and how far it got: `what` ("does not load", "kills its
-    compiler") and why."""
+    compiler") and why; `launch`, which of several launches compiled together it was."""
 
-    def __init__(self, what, why):
+    def __init__(self, what, why, launch=None):
         super().__init__(f"{what}: {why}")
-        self.what, self.why = what, why
+        self.what, self.why, self.launch = what, why, launch
 
 
 def _compile_failure(exc, launch):
@@ -1467,14 +1470,14 @@ def _compile(launch, args, device=None):
     """Compiles a launch for these arguments and loads its binary without running it, so that a failure
     there is told apart from an error at run time; returns the compiled kernel (None under the
     interpreter, which compiles nothing). On a device the compile runs first in a child process
-    (_compile_in_child: a compiler that aborts kills the child, not this process), then here, from
+    (_compile_in_children: a compiler that aborts kills the child, not this process), then here, from
     Triton's cache where the child filled it. Then the binary is loaded as its first launch would load
     it, with the loader's checks (Triton 3.x checks shared memory there, Iluvatar's fork also the threads
     the loaded function allows): a failure raises KernelFailure "does not load"."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     if device is not None and not _INTERPRET:
-        _compile_in_child(launch, args, device.target, device.index, device.table)
+        _compile_in_children([(launch, args)], device.target, device.index, device.table)
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
     load = getattr(kernel, "_init_handles", None)
     if callable(load):
@@ -1522,16 +1525,25 @@ CHILD_COMPILE_TIMEOUT_S = 300
 _no_children = []  # why children no longer compile in this process (empty while they do)
 
 
-def _in_child(kernel, args, grid, kwargs, target, index):
-    """(verdict, detail) of compiling kernel for args in a forked child, through its own JIT with
-    _ChildDriver: "compiled"; "raised" (a Python exception: the parent's compile meets it again); "died"
-    (a signal, or an exit before the child told its verdict: an LLVM fatal error, a compiler's exit());
-    "no child" where none could be started, waited for or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT
-    asked the driver for more. The child runs in a process group of its own, killed whole on a timeout."""
+def _in_children(jobs, target, index):
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own,
+    all at once, each through the kernel's own JIT with _ChildDriver: "compiled"; "raised" (a Python
+    exception: the parent's compile meets it again); "died" (a signal, or an exit before the child told its
+    verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be started, waited for
+    or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs in a process
+    group of its own, killed whole on a timeout."""
+    started = [_start_child(*job, target, index) for job in jobs]
+    deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
+    return [("no child", end) if pid is None else _child_verdict(pid, end, deadline) for pid, end in started]
+
+
+def _start_child(kernel, args, grid, kwargs, target, index):
+    """(pid, the read end of the pipe that brings its verdict) of a forked child compiling kernel, or
+    (None, why none was started)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
-        return "no child", f"os.pipe failed ({type(exc).__name__}: {exc})"
+        return None, f"os.pipe failed ({type(exc).__name__}: {exc})"
     try:
         for stream in (sys.stdout, sys.stderr):  # what this process has buffered is written once, here
             stream.flush()
@@ -1541,7 +1553,7 @@ def _in_child(kernel, args, grid, kwargs, target, index):
     except Exception as exc:
         os.close(read_end)
         os.close(write_end)
-        return "no child", f"os.fork failed ({type(exc).__name__}: {exc})"
+        return None, f"os.fork failed ({type(exc).__name__}: {exc})"
     if pid == 0:
         verdict = b"R"
         try:
@@ -1563,9 +1575,14 @@ def _in_child(kernel, args, grid, kwargs, target, index):
             finally:
                 os._exit(0)
     os.close(write_end)
+    return pid, read_end
+
+
+def _child_verdict(pid, read_end, deadline):
+    """The (verdict, detail) of a child started by _start_child (see _in_children), waited for until
+    deadline (time.monotonic())."""
     status = None
     try:
-        deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
         while status is None and time.monotonic() < deadline:
             done, reaped = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -1612,13 +1629,14 @@ def _kill_child(pid):
         pass
 
 
-def _compile_in_child(launch, args, target, index, canary_arg=None):
-    """Compiles a launch first in a forked child (_in_child), so that a compiler that kills its process
-    (an LLVM fatal error, which no except clause sees) costs the rung, not the run: raises KernelFailure
-    "kills its compiler" where the child died, unless a child dies compiling _canary_kernel too (for
-    canary_arg, a float32 tensor): then children die here whatever they compile. Where no child can
-    compile (no fork, no target, a sandbox, a timeout, a JIT that asks the driver for more, children that
-    die), this process compiles alone from then on, with one warning a process."""
+def _compile_in_children(pairs, target, index, canary_arg=None):
+    """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so
+    that a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the
+    rung, not the run: raises KernelFailure "kills its compiler" for the first launch whose child died,
+    unless a child dies compiling _canary_kernel too (for canary_arg, a float32 tensor): then children die
+    here whatever they compile. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT
+    that asks the driver for more, children that die), this process compiles alone from then on, with
+    one warning a process."""
     if _no_children:
         return
     if target is None:
@@ -1626,17 +1644,21 @@ def _compile_in_child(launch, args, target, index, canary_arg=None):
     elif not hasattr(os, "fork"):
         why = "this platform has no os.fork"
     else:
-        verdict, why = _in_child(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}, target,
-                                 index)
-        if verdict in ("compiled", "raised"):
-            return
-        if verdict == "died":
+        verdicts = _in_children([(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options})
+                                 for launch, args in pairs], target, index)
+        dead = [(launch, detail) for (launch, _), (verdict, detail) in zip(pairs, verdicts) if verdict == "died"]
+        unusable = [detail for verdict, detail in verdicts if verdict == "no child"]
+        if dead:
             canary = "compiled"
             if canary_arg is not None:
-                canary, _ = _in_child(_canary_kernel, (canary_arg,), (1,), {"BLOCK": 128}, target, index)
+                [(canary, _)] = _in_children([(_canary_kernel, (canary_arg,), (1,), {"BLOCK": 128})], target, index)
             if canary != "died":
-                raise KernelFailure("kills its compiler", why)
-            why = f"a child dies compiling a trivial kernel too ({why})"
+                raise KernelFailure("kills its compiler", dead[0][1], dead[0][0])
+            why = f"a child dies compiling a trivial kernel too ({dead[0][1]})"
+        elif unusable:
+            why = unusable[0]
+        else:
+            return
     _no_children.append(why)
     warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
                   f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)

@@ -80,10 +80,15 @@ _CHILD_COMPILES = textwrap.dedent("""
         args = tuple(torch.zeros(M * H * 2, dtype=tensors[kind]) if kind in tensors else M
                      for name, kind in solution.KERNEL_ARGUMENTS if name in launch.signature)
         try:
-            solution._compile_in_child(launch, args, target, 0, torch.zeros(128))  # with the canary
+            solution._compile_in_children([(launch, args)], target, 0, torch.zeros(128))  # with the canary
             print(route, "compiled", flush=True)
         except solution.KernelFailure as exc:
             print(route, exc.what, "|", exc.why, flush=True)
+    launches = [(solution.launch_plan("amd", M, H, route=route, arch=90)["main"], args) for route in ("generic", "nvidia")]
+    try:  # both at once: the one that died is named
+        solution._compile_in_children(launches, target, 0, torch.zeros(128))
+    except solution.KernelFailure as exc:
+        print("together:", exc.launch is launches[1][0], exc.what, flush=True)
     print("parent alive", flush=True)
 """)
 
@@ -101,6 +106,7 @@ def test_a_compiler_that_kills_its_process_kills_only_the_child():
     assert result.returncode == 0 and lines[-1] == "parent alive", (result.stdout, result.stderr[-2000:])
     assert lines[0] == "generic compiled", lines
     assert lines[1].startswith("nvidia kills its compiler | the compiling process "), lines
+    assert lines[2] == "together: True kills its compiler", lines
 
 
 def test_where_no_child_can_be_started_the_compile_runs_here_with_one_warning(monkeypatch):
@@ -112,18 +118,18 @@ def test_where_no_child_can_be_started_the_compile_runs_here_with_one_warning(mo
     monkeypatch.setattr(os, "fork", fork_fails)
     with pytest.warns(RuntimeWarning, match=r"compiling in this process, as no child process can compile here "
                                             r"\(os.fork failed \(OSError: Resource temporarily unavailable\)\)"):
-        solution._compile_in_child(launch, (), object(), 0)
+        solution._compile_in_children([(launch, ())], object(), 0)
     with warnings.catch_warnings(record=True) as again:
         warnings.simplefilter("always")
-        solution._compile_in_child(launch, (), object(), 0)
+        solution._compile_in_children([(launch, ())], object(), 0)
     assert again == []  # one warning a process: children stay off
     monkeypatch.delattr(os, "fork")
     monkeypatch.setattr(solution, "_no_children", [])
     with pytest.warns(RuntimeWarning, match=r"\(this platform has no os.fork\)"):
-        solution._compile_in_child(launch, (), object(), 0)
+        solution._compile_in_children([(launch, ())], object(), 0)
     monkeypatch.setattr(solution, "_no_children", [])
     with pytest.warns(RuntimeWarning, match=r"\(Triton's driver gives no target\)"):
-        solution._compile_in_child(launch, (), None, 0)  # no target to compile for: no child either
+        solution._compile_in_children([(launch, ())], None, 0)  # no target to compile for: no child either
 
 
 def test_children_that_die_whatever_they_compile_are_turned_off_not_the_rung(monkeypatch):
@@ -132,14 +138,14 @@ def test_children_that_die_whatever_they_compile_are_turned_off_not_the_rung(mon
     monkeypatch.setattr(solution, "_no_children", [])
     compiled = []
 
-    def every_child_dies(kernel, args, grid, kwargs, target, index):
-        compiled.append(kernel)
-        return "died", "the compiling process died of signal 11 (SIGSEGV)"
-    monkeypatch.setattr(solution, "_in_child", every_child_dies)
+    def every_child_dies(jobs, target, index):
+        compiled.extend(kernel for kernel, _, _, _ in jobs)
+        return [("died", "the compiling process died of signal 11 (SIGSEGV)")] * len(jobs)
+    monkeypatch.setattr(solution, "_in_children", every_child_dies)
     launch = solution.launch_plan("interpreter", 128, 128)["main"]
     with pytest.warns(RuntimeWarning, match=r"no child process can compile here \(a child dies compiling a trivial "
                                             r"kernel too \(the compiling process died of signal 11"):
-        solution._compile_in_child(launch, (), object(), 0, object())
+        solution._compile_in_children([(launch, ())], object(), 0, object())
     assert compiled == [launch.kernel, solution._canary_kernel]
-    solution._compile_in_child(launch, (), object(), 0, object())
+    solution._compile_in_children([(launch, ())], object(), 0, object())
     assert len(compiled) == 2  # children stay off
