@@ -725,7 +725,7 @@ def _record(probe_ptr, program, differ, k, native_bits, ieee_bits):
 
 
 @triton.jit
-def _probe_check(k, rows, cols, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
+def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
                  ABSMAX_PER_EXPONENT: tl.constexpr, EXPONENT_STEP: tl.constexpr, LUT_LO: tl.constexpr,
                  LUT_N: tl.constexpr,
                  SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
@@ -853,7 +853,7 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
     ieee = k
     for c in tl.static_range(5):
         if check == c:
-            differ, native, ieee = _probe_check(k, rows, cols, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT,
+            differ, native, ieee = _probe_check(k, rows, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT,
                                                 EXPONENT_STEP, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE)
     _record(probe_ptr, program, differ, k, native, ieee)
 
@@ -1368,14 +1368,11 @@ class _Device:
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
             probe = plan.get("probe")
             probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
-            pairs = [(launch, (probe_out, self.table) if launch is probe else (self.table,)) for launch in per_device]
             try:
-                if not _INTERPRET:  # their children compile at once; then each here, from Triton's cache
-                    _compile_in_children(pairs, self.target, self.index, self.table)
-                for launch, args in pairs:
-                    _compile(launch, args)
-            except Exception as exc:
-                self._leave(_compile_failure(exc, getattr(exc, "launch", None) or launch))
+                _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
+                              for launch in per_device], self)
+            except KernelFailure as exc:
+                self._leave(_compile_failure(exc))
                 continue
             if "sigmoid_table" in plan and not self.table_filled:
                 table = plan["sigmoid_table"]
@@ -1405,14 +1402,16 @@ class _Device:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
                       {}, {specialization}) for launch in self._plan(M, H, index_64, settings, resident).values()
                      if launch.name not in PER_DEVICE_LAUNCHES]
-            for launch, indices, _, _ in found:
-                try:
-                    kernel = _compile(launch, tuple(args[i] for i in indices), self)
-                except Exception as exc:
-                    self._leave(_compile_failure(exc, launch))
-                    self._settle()
-                    found = resident = None
-                    break
+            try:
+                # A grid planned again (resident) compiles the same kernels: no children for them again.
+                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found],
+                                       self if resident is None else None)
+            except KernelFailure as exc:
+                self._leave(_compile_failure(exc))
+                self._settle()
+                found = resident = None
+                continue
+            for (launch, _, _, _), kernel in zip(found, kernels):
                 if launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
                     resident = resident_programs(kernel, self.index, self.warp_size)
                     if resident:
@@ -1438,11 +1437,13 @@ class KernelFailure(Exception):
         self.what, self.why, self.launch = what, why, launch
 
 
-def _compile_failure(exc, launch):
-    if isinstance(exc, KernelFailure):
-        return f"its {launch.name} kernel {exc.what} ({exc.why})"
-    message = (str(exc).strip().splitlines() or [""])[0][:200]
-    return f"its {launch.name} kernel does not compile ({type(exc).__name__}: {message})"
+def _compile_failure(exc):
+    """Why a rung is left, from the KernelFailure of one of its kernels."""
+    return f"its {exc.launch.name} kernel {exc.what} ({exc.why})"
+
+
+def _first_line(exc):
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
 
 
 def _probe_verdict(values, size):
@@ -1466,26 +1467,40 @@ def _probe_verdict(values, size):
                     f"0x{ieee & 0xFFFFFFFF:08x}" + (f" (and in {others})" if others else ""))
 
 
-def _compile(launch, args, device=None):
+def _compile_all(pairs, device=None):
+    """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure that
+    names the launch that cannot run here. On a device (device: its _Device) each is compiled first in a
+    child process of its own, all at once (_compile_in_children: a compiler that aborts kills a child, not
+    this process), then here by _compile, from Triton's cache where the children filled it."""
+    if device is not None and not _INTERPRET:
+        _compile_in_children(pairs, device.target, device.index, device.table)
+    kernels = []
+    for launch, args in pairs:
+        try:
+            kernels.append(_compile(launch, args))
+        except KernelFailure as exc:
+            exc.launch = launch
+            raise
+        except Exception as exc:
+            raise KernelFailure("does not compile", _first_line(exc), launch) from exc
+    return kernels
+
+
+def _compile(launch, args):
     """Compiles a launch for these arguments and loads its binary without running it, so that a failure
     there is told apart from an error at run time; returns the compiled kernel (None under the
-    interpreter, which compiles nothing). On a device the compile runs first in a child process
-    (_compile_in_children: a compiler that aborts kills the child, not this process), then here, from
-    Triton's cache where the child filled it. Then the binary is loaded as its first launch would load
-    it, with the loader's checks (Triton 3.x checks shared memory there, Iluvatar's fork also the threads
-    the loaded function allows): a failure raises KernelFailure "does not load"."""
+    interpreter, which compiles nothing). The binary is loaded as its first launch would load it, with the
+    loader's checks (Triton 3.x checks shared memory there, Iluvatar's fork also the threads the loaded
+    function allows): a failure raises KernelFailure "does not load"."""
     if not hasattr(launch.kernel, "warmup"):
         return None
-    if device is not None and not _INTERPRET:
-        _compile_in_children([(launch, args)], device.target, device.index, device.table)
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
     load = getattr(kernel, "_init_handles", None)
     if callable(load):
         try:
             load()
         except Exception as exc:
-            message = (str(exc).strip().splitlines() or [""])[0][:200]
-            raise KernelFailure("does not load", f"{type(exc).__name__}: {message}") from exc
+            raise KernelFailure("does not load", _first_line(exc)) from exc
     return kernel
 
 
@@ -1752,9 +1767,9 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
             # Arguments of another alignment or size compile another binary: compiled and loaded as the
             # first was, so that a compiler that dies or a binary that does not load costs the rung.
             try:
-                _compile(planned, kernel_args, device)
-            except Exception as exc:
-                device.leave_shape((M, H, index_64, settings), _compile_failure(exc, planned))
+                _compile_all([(planned, kernel_args)], device)
+            except KernelFailure as exc:
+                device.leave_shape((M, H, index_64, settings), _compile_failure(exc))
                 return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
             checked.add(specialization)
         kernel = compiled.get(specialization)

@@ -188,3 +188,21 @@ def test_the_readme_install_commands_agree_on_one_triton():
         assert len(exact) == 1, (command, requirements)
         pins[command] = exact.pop()
     assert len(pins) >= 2 and len(set(pins.values())) == 1, pins
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--shape", "100x7"], "not positive multiples of 128"),
+    (["--shape", "benchmark"], "one shape, got the group 'benchmark'"),
+    (["--route", "nope"], "'nope' is not a route of solution.py"),
+    (["--runs", "0"], "1 or more"),
+    (["--solution", "no_such_solution.py"], "no such file"),
+])
+def test_cold_start_mistakes_are_one_line(args, fragment):
+    proc = run("tools/cold_start.py", *args)
+    assert_one_line_error(proc, "cold_start.py", 2, fragment)
+
+
+def test_cold_start_without_a_gpu_says_so_in_one_line():
+    proc = run("tools/cold_start.py")
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "cold_start.py: needs a GPU (the first call's compile and load are what it times)"]

@@ -49,11 +49,23 @@ print(json.dumps({{"torch_s": start - begin_torch, "import_s": imported - start,
 def main(argv=None):
     parser = harness.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--solution", type=harness.existing_file, default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--shape", default="32x256x4096")
+    parser.add_argument("--shape", type=harness.shape_group, default="32x256x4096", help="one shape: MxH or ExTxH")
     parser.add_argument("--runs", type=harness.at_least_one("run"), default=3)
     parser.add_argument("--route", help="force one of the solution's routes (SILU_DOT_ROUTE)")
     args = parser.parse_args(argv)
-    [(label, M, H)] = harness.load_shapes(args.shape)
+    shapes = harness.load_shapes(args.shape)
+    if len(shapes) != 1:
+        parser.error(f"argument --shape: one shape, got the group {args.shape!r} of {len(shapes)}")
+    [(label, M, H)] = shapes
+    if args.route:
+        try:
+            harness.check_route(harness.load_solution(args.solution, name="solution_for_cold_start"), args.route)
+        except (ValueError, harness.SolutionError) as exc:
+            parser.error(f"argument --route: {exc}")
+    import torch
+    if not torch.cuda.is_available():
+        print("cold_start.py: needs a GPU (the first call's compile and load are what it times)", file=sys.stderr)
+        return 2
     env = dict(os.environ)
     if args.route:
         env[harness.ROUTE_ENV] = args.route

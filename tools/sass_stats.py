@@ -6,7 +6,6 @@ Costs no device time: Triton compiles for a named target, its bundled nvdisasm d
 import argparse
 import collections
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,19 +28,18 @@ def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096):
     return triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
 
 
-def resources(kernel):
-    """(registers, stack bytes, shared bytes, SASS text) of a compiled kernel, read with the bundled tools."""
+def resources(kernel, options=None):
+    """(registers, stack bytes, shared bytes, SASS text) of a compiled kernel: registers and stack from the
+    compile matrix's `ptxas -v` (compile_matrix.ptxas_usage, the one home of that reading), the SASS from
+    the bundled nvdisasm."""
     nvdisasm = Path(triton.__file__).parent / "backends/nvidia/bin/nvdisasm"
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(kernel.asm["cubin"])
-    sass = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True).stdout
-    usage = subprocess.run([str(nvdisasm.parent / "cuobjdump"), "-res-usage", f.name],
-                           capture_output=True, text=True).stdout
-    os.unlink(f.name)
-    regs = re.search(r"REG:(\d+)", usage)
-    stack = re.search(r"STACK:(\d+)", usage)
-    return (int(regs.group(1)) if regs else None, int(stack.group(1)) if stack else None,
-            kernel.metadata.shared, sass)
+    with tempfile.TemporaryDirectory() as workdir:
+        cubin = Path(workdir) / "kernel.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        sass = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True).stdout
+        usage = compile_matrix.ptxas_usage(kernel.asm["ptx"], kernel.metadata.target.arch,
+                                           options or {"enable_fp_fusion": False}, workdir)
+    return usage["registers"], usage["stack"], kernel.metadata.shared, sass
 
 
 def main():
