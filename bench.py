@@ -41,9 +41,15 @@ route_for(device); "unknown" if it has none).
 The --json record holds every round's times as rounds[r][shape][series] in microseconds
 (series: reference, reference_gpu, copy, solution, baseline); rows hold the medians.
 
+Each solution's first call (seed 0 randn inputs of the smallest shape, under its own route) comes before
+any timing: where it raises (a forced route whose rung was left: its probe fails, or a kernel does not
+compile or load; or any other exception), bench.py says so in one line on stderr, naming the route and
+giving the solution's own words, and exits 1. A later call that raises fails its shape's check, with its
+exception printed below the shape's line and kept in the record's row ("raised").
+
 Exit code: 0 when the solution passed the check on every shape, 1 when it failed one (or a solution
-file does not parse or import), 2 for a usage error or when there is no GPU; the arguments (the
-routes against the solutions' ROUTES included) are checked first.
+file does not parse or import, or a first call raises), 2 for a usage error or when there is no GPU; the
+arguments (the routes against the solutions' ROUTES included) are checked first.
 """
 import argparse
 import json
@@ -177,11 +183,14 @@ def means_over_rounds(rounds, names):
 
 
 def merge_checks(merged, shape_checks):
-    """Fold one round's checks of a shape into merged: a solution passes only if it passed every round."""
+    """Fold one round's checks of a shape into merged: a solution passes only if it passed every round; the
+    first exception a call raised is kept."""
     for name, check in shape_checks.items():
         entry = merged.setdefault(name, {"passed": True, "differing_bytes": 0})
         entry["passed"] = entry["passed"] and check["passed"]
         entry["differing_bytes"] = max(entry["differing_bytes"], check["differing_bytes"])
+        if "raised" in check:
+            entry.setdefault("raised", check["raised"])
 
 
 def solution_figures(min_bytes, reference_us, copy_us, us, copy_gbps):
@@ -289,11 +298,26 @@ def verify(fn, x, gy, ref):
     return harness.compare(outs, ref), outs
 
 
+def first_call_raised(fn, M, H):
+    """None, or how a solution's first call (seed 0 randn inputs of M x H) raised: then it cannot run here."""
+    x, gy = harness.make_inputs(M, H, 0, "randn", "cuda")
+    try:
+        fn(x, gy, *harness.new_outputs(M, H, "cuda"))
+        torch.cuda.synchronize()
+    except Exception as exc:
+        return harness.raised(exc)
+    return None
+
+
+class CannotRun(Exception):
+    """A solution whose first call raised; its message is harness.cannot_run's line."""
+
+
 def time_shape(M, H, reference, solutions):
     """One round on one shape, in order: reference, its GPU time, same-bytes copy, each solution (in
     the dict's order).
     Returns ({series: us}, {name: check}, reference kernels per call); a solution that fails the
-    check is not timed."""
+    check, or whose call raises (the check's "raised"), is not timed."""
     x, gy = harness.make_inputs(M, H, 0, "randn", "cuda")
     ref = harness.run_reference(x, gy, reference)
     ref_outs = harness.new_outputs(M, H, "cuda")
@@ -304,7 +328,11 @@ def time_shape(M, H, reference, solutions):
     times["copy"] = measure.same_bytes_copy_us(harness.min_bytes(M, H))
     checks = {}
     for name, fn in solutions.items():
-        comparison, outs = verify(fn, x, gy, ref)
+        try:
+            comparison, outs = verify(fn, x, gy, ref)
+        except Exception as exc:
+            checks[name] = {"passed": False, "differing_bytes": 0, "raised": harness.raised(exc)}
+            continue
         checks[name] = {"passed": comparison["passed"],
                         "differing_bytes": sum(comparison["differing_bytes"].values())}
         if comparison["passed"]:
@@ -314,11 +342,15 @@ def time_shape(M, H, reference, solutions):
 
 def set_up(modules, forced, shape):
     """Each solution's first calls on the GPU, on one shape, with ROUTE_ENV set to its own forced route (unset
-    for its own choice): {name: host us per call}, {name: the route it took}."""
+    for its own choice): {name: host us per call}, {name: the route it took}. CannotRun where a first call
+    raises."""
     device = torch.device("cuda", torch.cuda.current_device())
     host_us, routes = {}, {}
     for name, module in modules.items():
         with harness.route_forced(forced[name]):
+            raised = first_call_raised(module.silu_dot_fwd_bwd_quant_fuse, shape[1], shape[2])
+            if raised:
+                raise CannotRun(harness.cannot_run(f"the {name}", forced[name], raised))
             host_us[name] = host_us_per_call(module.silu_dot_fwd_bwd_quant_fuse, shape[1], shape[2])
             routes[name] = harness.route_name(module, device)
     return host_us, routes
@@ -348,6 +380,9 @@ def time_rounds(shapes, reference, solutions, n_rounds, copy_gbps):
             if kernels:
                 kernel_counts.add(kernels)
             print(shape_line(label, M, H, times, names, copy_gbps), flush=True)
+            for name, check in shape_checks.items():
+                if "raised" in check:
+                    print(f"  {label} {name}: {harness.one_line(check['raised'])}", flush=True)
         rounds.append(round_times)
     if kernel_counts:
         low, high = min(kernel_counts), max(kernel_counts)
@@ -443,7 +478,10 @@ def main(argv=None):
         return error(exc, 2)
     if not torch.cuda.is_available():
         return error("timing needs a CUDA GPU and none was found; use check.py for correctness on the CPU", 2)
-    begun = start(args, modules, forced)
+    try:
+        begun = start(args, modules, forced)
+    except CannotRun as exc:
+        return error(exc, 1)
     solutions = {name: module.silu_dot_fwd_bwd_quant_fuse for name, module in modules.items()}
     rounds, checks, kernel_counts = time_rounds(begun.shapes, harness.reference_fn(), solutions, args.repeat,
                                                 begun.copy_gbps)

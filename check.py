@@ -18,8 +18,20 @@ GPU property, checked with --strict on a GPU.
 --route must be one of the loaded solution's ROUTES; it sets SILU_DOT_ROUTE before the solution's first
 call, forcing that route; the route it takes is printed (its route_for(device), or "unknown" if it has none).
 
-Exit code: 0 when every check that counts passed, 1 when the solution fails (a check, or a file that
-does not parse or import), 2 for a usage error.
+The solution's first call (seed 0 of the first shape and family) is made before the route is asked for. Where it
+raises, the solution cannot run here (a forced route whose rung was left: its probe fails, or a kernel does not
+compile or load; or any other exception): one line on stderr, naming the route and giving the solution's own
+words, and exit code 1; no shape is checked. A shape whose calls raise later fails `raised`.
+
+The last line is the verdict: PASSED with the counts, or FAILED naming each check that failed the run, a static
+one with its first problem, a per-shape one with the number of shapes it failed on, e.g.
+    FAILED: static numerics (line 191 in reciprocal_native: '/' on tensors is div.full (approximate); use
+    tl.math.div_rn); every shape passed at run time (20/20)
+    FAILED: judge on 4/20 shapes, exact on 20/20
+The --json report holds the same facts under "verdict".
+
+Exit code: 0 when every check that counts passed, 1 when the solution fails (a check, a file that does not
+parse or import, or a first call that raises), 2 for a usage error.
 """
 import argparse
 import ast
@@ -86,6 +98,8 @@ class Check(NamedTuple):
 
 
 CHECKS = (
+    Check("raised", True, ALWAYS, "every call returns without raising (a call that raises is checked no further; "
+          "its exception is the detail)"),
     Check("judge", True, ALWAYS, "the judge's comparisons: scales atol 1e-4 rtol 1e-5; dequantized int8 atol 0.25 "
           "rtol 0.25, with a NaN equal to a NaN (the judge as written fails those; they are counted as NaN pairs); "
           + JUDGE_FAIL_MEANS),
@@ -367,17 +381,17 @@ def judge_problem(comparison):
 
 
 def call_and_check(fn, x, grad_y, outputs, ref_outputs, device):
-    """Calls fn into outputs and checks what one call decides. A call that raises fails every named check."""
+    """Calls fn into outputs and checks what one call decides. A call that raises fails `raised` alone:
+    nothing else of it can be checked."""
     x_before, gy_before = x.clone(), grad_y.clone()
     try:
         with watch_compute() as watch:
             returned = fn(x, grad_y, *outputs)
         _sync(device)
     except Exception as exc:
-        raised = [f"raised {type(exc).__name__}: {exc}"]
-        return CallResult({name: raised for name in NAMED_CHECKS}, None, frozenset())
+        return CallResult({"raised": [harness.raised(exc)]}, None, frozenset())
 
-    problems = {}
+    problems = {"raised": []}
     in_place = (isinstance(returned, (tuple, list)) and len(returned) == 4
                 and all(r is o for r, o in zip(returned, outputs)))
     problems["in_place"] = [] if in_place else [
@@ -439,11 +453,27 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
     return problems
 
 
-def check_shape(fn, reference, label, M, H, seeds, families, device):
+class Run(NamedTuple):
+    """One call on one seed and family of a shape: its inputs, its outputs and what was checked of it."""
+    x: torch.Tensor
+    grad_y: torch.Tensor
+    outputs: tuple
+    call: CallResult
+
+
+def run_once(fn, reference, M, H, seed, family, device):
+    """The solution called on one seed and family's inputs, into poisoned outputs, and checked."""
+    x, gy = harness.make_inputs(M, H, seed, family, device)
+    ref = harness.run_reference(x, gy, reference)
+    outputs = harness.new_outputs(M, H, device)
+    return Run(x, gy, outputs, call_and_check(fn, x, gy, outputs, ref, device))
+
+
+def check_shape(fn, reference, label, M, H, seeds, families, device, first_run=None):
     """One shape's row: every named check over every seed and family (each check keeps the problems of
     its first failing call, and where that was), the totals; and the kernels launched without
-    enable_fp_fusion=False."""
-    row = {"shape": label, "M": M, "H": H, "runs": 0,
+    enable_fp_fusion=False. first_run: the run of seed 0 and the first family, where it was made before."""
+    row = {"shape": label, "M": M, "H": H, "runs": 0, "compared": 0,
            "checks": {name: {"where": "", "problems": []} for name in NAMED_CHECKS}, **harness.no_totals()}
     fused_launches = set()
 
@@ -454,16 +484,15 @@ def check_shape(fn, reference, label, M, H, seeds, families, device):
     for seed in range(seeds):
         for family in families:
             where = f"seed {seed} {family}"
-            x, gy = harness.make_inputs(M, H, seed, family, device)
-            ref = harness.run_reference(x, gy, reference)
-            outputs = harness.new_outputs(M, H, device)
-            call = call_and_check(fn, x, gy, outputs, ref, device)
+            made_before = first_run is not None and seed == 0 and family == families[0]
+            x, gy, outputs, call = first_run if made_before else run_once(fn, reference, M, H, seed, family, device)
             row["runs"] += 1
             fused_launches |= call.fused_launches
             for name, problems in call.problems.items():
                 record(name, problems, where)
             if call.comparison is None:
                 continue
+            row["compared"] += 1
             harness.add_totals(row, call.comparison["totals"])
 
             if seed == 0 and family == families[0]:
@@ -475,22 +504,45 @@ def check_shape(fn, reference, label, M, H, seeds, families, device):
                 ref2 = harness.run_reference(x, gy, reference)
                 replay = call_and_check(fn, x, gy, outputs, ref2, device)
                 fused_launches |= replay.fused_launches
-                record("replay", replay.problems["judge"], where + ", second call into the same buffers")
+                record("replay", replay.problems["raised"] or replay.problems["judge"],
+                       where + ", second call into the same buffers")
     return row, fused_launches
 
 
-def run_shapes(fn, shapes, seeds, families, strict, device):
-    """Rows of every shape, each printed as it finishes, and the kernels launched without enable_fp_fusion=False."""
+def first_call(fn, shapes, families, device):
+    """The solution's first call, on seed 0 and the first family of the first shape: the Run that check_shape
+    would make first. Where it raises, the solution cannot run here (a forced route's rung was left, or any
+    other exception), and nothing else is checked."""
+    _, M, H = shapes[0]
+    return run_once(fn, harness.reference_fn(), M, H, 0, families[0], device)
+
+
+def run_shapes(fn, shapes, seeds, families, strict, device, first_run):
+    """Rows of every shape, each printed as it finishes, and the kernels launched without enable_fp_fusion=False.
+    first_run: first_call's, the first shape's first run."""
     reference = harness.reference_fn()
     rows, fused_launches = [], set()
     for label, M, H in shapes:
-        row, fused = check_shape(fn, reference, label, M, H, seeds, families, device)
+        row, fused = check_shape(fn, reference, label, M, H, seeds, families, device,
+                                 first_run=None if rows else first_run)
         row["passed"] = not failed_checks(problems_by_check(row), strict, device)
         rows.append(row)
         fused_launches |= fused
-        print(f"  {label}: {'PASS' if row['passed'] else 'FAIL'} ({row['runs']} runs, "
-              f"{row['differing_bytes']} bytes differ)", flush=True)
+        print(f"  {label}: {row_summary(row, strict, device)}", flush=True)
     return rows, fused_launches
+
+
+def row_summary(row, strict, device):
+    """A shape's verdict as printed when it finishes: PASS or FAIL with its runs and differing bytes and the
+    checks it failed; a shape whose calls raised shows the first exception, as no bytes of it were compared."""
+    failed = failed_checks(problems_by_check(row), strict, device)
+    if not failed:
+        return f"PASS ({row['runs']} runs, {row['differing_bytes']} bytes differ)"
+    if "raised" in failed:
+        others = [name for name in failed if name != "raised"]
+        failed_too = f"; failed too: {', '.join(others)}" if others else ""
+        return f"FAIL ({harness.one_line(row['checks']['raised']['problems'][0], PROBLEM_WIDTH)}{failed_too})"
+    return f"FAIL ({', '.join(failed)}; {row['runs']} runs, {row['differing_bytes']} bytes differ)"
 
 
 # ---------------------------------------------------------------- report
@@ -511,6 +563,12 @@ def print_static(static, strict, device, heading="static"):
         print_problems(problems, more_in_json=False)
 
 
+# The table's columns of figures: (the row's key, width, format).
+TABLE_FIGURES = (("scale_mismatches", 10, ""), ("dequant_mismatches", 9, ""), ("max_scale_err", 13, ".3g"),
+                 ("max_dequant_err", 11, ".3g"), ("differing_bytes", 12, ""), ("scale_tol_used", 14, ".3g"),
+                 ("scale_ulps", 10, ".3g"), ("int8_steps", 10, ""), ("nonfinite_groups", 9, ""), ("nan_pairs", 9, ""))
+
+
 def print_table(rows, strict, device):
     head = (f"{'shape':>14} {'M':>6} {'H':>5} {'runs':>4}  {'verdict':7} {'scale mism':>10} {'deq mism':>9} "
             f"{'max scale err':>13} {'max deq err':>11} {'bytes differ':>12} {'scale tol used':>14} "
@@ -519,11 +577,11 @@ def print_table(rows, strict, device):
     print("-" * len(head))
     for r in rows:
         failed = failed_checks(problems_by_check(r), strict, device)
+        # A row whose every call raised compared nothing: its figures are "-", not zeros.
+        figures = " ".join(f"{r[key]:>{width}{form}}" if r["compared"] else f"{'-':>{width}}"
+                           for key, width, form in TABLE_FIGURES)
         print(f"{r['shape']:>14} {r['M']:>6} {r['H']:>5} {r['runs']:>4}  {'PASS' if not failed else 'FAIL':7} "
-              f"{r['scale_mismatches']:>10} {r['dequant_mismatches']:>9} {r['max_scale_err']:>13.3g} "
-              f"{r['max_dequant_err']:>11.3g} {r['differing_bytes']:>12} {r['scale_tol_used']:>14.3g} "
-              f"{r['scale_ulps']:>10.3g} {r['int8_steps']:>10} {r['nonfinite_groups']:>9} {r['nan_pairs']:>9}  "
-              f"{', '.join(failed) or '-'}")
+              f"{figures}  {', '.join(failed) or '-'}")
 
 
 def print_failures(rows, strict, device, more_in_json):
@@ -551,8 +609,6 @@ def report(args, env, device, route, static, rows, fused_launches):
     print_table(rows, args.strict, device)
     print_failures(rows, args.strict, device, more_in_json=bool(args.json))
 
-    runs = sum(r["runs"] for r in rows)
-    passed = runs > 0 and not failed_checks(static, args.strict, device) and all(r["passed"] for r in rows)
     if any("judge" in failed_checks(problems_by_check(r), args.strict, device) for r in rows):
         print(f"\nnote: judge: {JUDGE_FAIL_MEANS} (README.md, Scoring).")
     nan_pairs = sum(r["nan_pairs"] for r in rows)
@@ -564,16 +620,52 @@ def report(args, env, device, route, static, rows, fused_launches):
     if args.strict and device != "cuda":
         print("note: --strict on CPU checks the static numerics only; differing bytes against the CPU "
               "reference are reported, not failed")
-    nothing_ran = "; nothing was checked" if runs == 0 else ""
-    print(f"\n{'PASSED' if passed else 'FAILED'}: {sum(r['passed'] for r in rows)}/{len(rows)} shapes, "
-          f"{runs} runs{nothing_ran}, seeds={args.seeds}, families={','.join(args.families)}, strict={args.strict}")
+    outcome = verdict(args, static, rows, device)
+    print(f"\n{outcome['line']}")
     if args.json:
         record = {"tool": "check", "environment": env, "solution": args.solution, "strict": args.strict,
                   "seeds": args.seeds, "families": args.families,
                   "route": {"requested": os.environ.get(harness.ROUTE_ENV, "automatic"), **route},
-                  "static": static, "rows": rows, "passed": passed}
+                  "static": static, "rows": rows, "passed": outcome["passed"], "verdict": outcome}
         Path(args.json).write_text(json.dumps(record, indent=2))
-    return 0 if passed else 1
+    return 0 if outcome["passed"] else 1
+
+
+def verdict(args, static, rows, device):
+    """The run's verdict, the one home of the last line and of the --json report's "verdict": passed, line,
+    runs, shapes (how many), static_failed ({check: its problems}) and failed_on_shapes ({check: the shapes
+    it failed on}), each holding only the checks that fail the run. It passes when every check that counts
+    passed and something ran; a failed line names each failed check, and says how the shapes fared."""
+    static_failed = {name: static[name] for name in failed_checks(static, args.strict, device)}
+    failed_per_row = [(r["shape"], failed_checks(problems_by_check(r), args.strict, device)) for r in rows]
+    failed_on_shapes = {}
+    for name in NAMED_CHECKS:
+        shapes = [shape for shape, failed in failed_per_row if name in failed]
+        if shapes:
+            failed_on_shapes[name] = shapes
+    runs, n = sum(r["runs"] for r in rows), len(rows)
+    passed = runs > 0 and not static_failed and not failed_on_shapes
+    if passed:
+        line = (f"PASSED: {n}/{n} shapes, {runs} runs, seeds={args.seeds}, families={','.join(args.families)}, "
+                f"strict={args.strict}")
+    else:
+        parts = [f"static {name} ({static_summary(problems)})" for name, problems in static_failed.items()]
+        if runs == 0:
+            parts.append("nothing was checked (0 runs)")
+        elif failed_on_shapes:
+            parts.append(", ".join(f"{name} on {len(shapes)}/{n}" + (" shapes" if i == 0 else "")
+                                   for i, (name, shapes) in enumerate(failed_on_shapes.items())))
+        else:
+            parts.append(f"every shape passed at run time ({n}/{n})")
+        line = "FAILED: " + "; ".join(parts)
+    return {"passed": passed, "line": line, "runs": runs, "shapes": n, "static_failed": static_failed,
+            "failed_on_shapes": failed_on_shapes}
+
+
+def static_summary(problems):
+    """A failed static check's first problem, short, and how many more there are."""
+    more = f"; and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return harness.one_line(problems[0], PROBLEM_WIDTH) + more
 
 
 # ---------------------------------------------------------------- command line
@@ -676,13 +768,17 @@ def main(argv=None):
         except ValueError as exc:
             print(f"check.py: error: argument --route: {exc}", file=sys.stderr)
             return 2
-        os.environ[harness.ROUTE_ENV] = args.route  # before the solution's first call: route_name's
+        os.environ[harness.ROUTE_ENV] = args.route  # before the solution's first call: first_call's
     fn = module.silu_dot_fwd_bwd_quant_fuse
+    shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])
+    first_run = first_call(fn, shapes, args.families, device)  # before route_for: the call says why it cannot run
+    if first_run.call.comparison is None:
+        return solution_failed(harness.cannot_run("the solution", os.environ.get(harness.ROUTE_ENV),
+                                                  first_run.call.problems["raised"][0]))
     route = harness.route_name(module, device)
     print(f"route: {route}")
     print_ladder(harness.route_ladder(module, device))
-    shapes = harness.expand_shape_args(args.shapes, DEFAULT_SHAPE_GROUPS[device])
-    rows, fused_launches = run_shapes(fn, shapes, args.seeds, args.families, args.strict, device)
+    rows, fused_launches = run_shapes(fn, shapes, args.seeds, args.families, args.strict, device, first_run)
     route_after = harness.route_name(module, device)
     ladder = harness.route_ladder(module, device)
     if route_after != route:

@@ -126,6 +126,18 @@ def route_forced(route):
             os.environ[ROUTE_ENV] = before
 
 
+def raised(exc):
+    """How a call that raised is reported: its exception's type and words."""
+    return f"raised {type(exc).__name__}: {exc}"
+
+
+def cannot_run(who, forced_route, how_it_raised):
+    """The one line for a solution (who: "the solution", "the baseline") whose first call raised (how_it_raised:
+    raised's text), naming the route it was on: the forced one (ROUTE_ENV), else its own choice."""
+    on = f"{who}'s forced route {forced_route}" if forced_route else f"{who} (on its own choice of route)"
+    return one_line(f"{on} cannot run here: its first call {how_it_raised}", limit=1000)
+
+
 def route_name(module, device):
     """The backend route a solution module takes on device: its route_for(device), or "unknown"."""
     route_for = getattr(module, "route_for", None)
