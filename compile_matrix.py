@@ -204,6 +204,19 @@ def ladder(solution, backend):
     return [r for r in backend.routes if not callable(available) or available(r)]
 
 
+def compositions(solution, route):
+    """The feature sets a route can run in their IEEE form (the solution's route_compositions, where it has
+    one): each compiles apart."""
+    each = getattr(solution, "route_compositions", None)
+    return each(route) if callable(each) else [()]
+
+
+def plan_kwargs(route, ieee, **kwargs):
+    """launch_plan's keyword arguments for a route and one of its compositions (none: not passed, so that a
+    solution without compositions takes them)."""
+    return {"route": route, **({"ieee": list(ieee)} if ieee else {}), **kwargs}
+
+
 def plan(solution_path, targets):
     """The distinct compiles of every target: one job per (kernel, constexprs, options), with the first
     shape that chose it (a worker rebuilds the launch from it) and how many shapes chose it."""
@@ -214,9 +227,10 @@ def plan(solution_path, targets):
         sm_count = multiprocessors(backend, arch)
         solution_backend = solution.BACKENDS[SOLUTION_BACKEND[backend]]
         seen, labels = {}, {}
-        for route, (label, M, H) in ((r, s) for r in ladder(solution, solution_backend) for s in shapes):
+        for route, ieee, (label, M, H) in ((r, i, s) for r in ladder(solution, solution_backend)
+                                           for i in compositions(solution, r) for s in shapes):
             plan_call = {"args": [solution_backend.name, M, H],
-                         "kwargs": {"route": route, "arch": arch, "sm_count": sm_count, "warp_size": warp_size}}
+                         "kwargs": plan_kwargs(route, ieee, arch=arch, sm_count=sm_count, warp_size=warp_size)}
             for name, launch in solution.launch_plan(*plan_call["args"], **plan_call["kwargs"]).items():
                 key = launch_key(launch)
                 if key in seen:

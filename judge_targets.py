@@ -747,9 +747,11 @@ def plan_row(solution, row_index, shapes):
     # What the device's driver would report: 0 on Ascend (launch_plan then uses the table's warp size).
     reported_warp_size = 0 if target_backend == "npu" else backend.warp_size
     jobs, refused = {}, []
-    for route, (label, M, H) in ((r, s) for r in compile_matrix.ladder(solution, backend) for s in shapes):
-        plan_call = {"args": [row.backend, M, H], "kwargs": {"route": route, "arch": row.plan_arch,
-                                                              "sm_count": row.sm_count, "warp_size": reported_warp_size}}
+    for route, ieee, (label, M, H) in ((r, i, s) for r in compile_matrix.ladder(solution, backend)
+                                       for i in compile_matrix.compositions(solution, r) for s in shapes):
+        plan_call = {"args": [row.backend, M, H],
+                     "kwargs": compile_matrix.plan_kwargs(route, ieee, arch=row.plan_arch, sm_count=row.sm_count,
+                                                          warp_size=reported_warp_size)}
         try:
             launches = solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])
         except Exception as exc:

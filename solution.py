@@ -66,7 +66,8 @@ a difference. Set SILU_DOT_ROUTE=<route> before the first call on a device to
 force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
-backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, route_available, route_for,
+backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, IEEE_FEATURES, ieee_features_for, route_compositions,
+route_available, route_for,
 ladder_for, LaunchSettings, launch_settings, KernelLaunch, launch_plan, launch,
 PER_DEVICE_LAUNCHES, PROBE_CHECKS, PROBE_SIZE, KernelFailure, resident_programs,
 the math helpers sigmoid, reciprocal_keeping_subnormals, reciprocal_native,
@@ -157,29 +158,35 @@ _LARGEST_FINITE = tl.constexpr(3.4028234663852886e38)  # fp32's
 _EXPONENT_149 = tl.constexpr(149 << 23)  # subtracted from d's bits: d * 2**-149, exact where used
 
 
+_TWO_POW_23 = tl.constexpr(8388608.0)  # fp32 spacing 1 from here to 2**24: adding it rounds to an integer
+
+
 @triton.jit
 def reciprocal_keeping_subnormals(d):
     """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
-    of normal numbers with a normal quotient (so a flushing division gives the same bits). For d in
-    [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand), 1/d = n * 2**-149 with n =
-    2**(299 - E) / m rounded to nearest even, and n is the result's bits: the division gives n to 24
-    bits, an integer remainder corrects it. Proven for every such d by tools/ftz_safe_sigmoid.py."""
-    subnormal = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
-    bits = d.to(tl.int32, bitcast=True)
-    quotient = tl.math.div_rn(1.0, tl.where(subnormal, (bits - _EXPONENT_149).to(tl.float32, bitcast=True), d))
-    # The remainder r = 2**k - n * m (k = 45 or 46, a multiple of 2**32) in 32-bit wrapping (signed)
-    # arithmetic is exact, |r| < 2**25. Where d is out of range the estimate is 1, to keep the integers small.
-    n = tl.where(subnormal, quotient, 1.0).to(tl.int32)
-    m = (bits & 0x7FFFFF) | 0x800000
-    r = 0 - n * m
-    below = r < 0
-    n = tl.where(below, n - 1, n)
-    r = tl.where(below, r + m, r)
-    above = r >= m
-    n = tl.where(above, n + 1, n)
-    r = tl.where(above, r - m, r)
-    n = tl.where((2 * r > m) | ((2 * r == m) & ((n & 1) == 1)), n + 1, n)
-    return tl.where(subnormal, n.to(tl.float32, bitcast=True), quotient)
+    of normal numbers with a normal quotient (so a flushing division gives the same bits).
+
+    For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent),
+    1/d = N * 2**-149 with N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to
+    the nearest even integer. The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one
+    or two fractional bits), and t + 2**23 rounds t to an integer. That second rounding is wrong only
+    where t lies exactly half-way between two integers (N itself never does): there the sign of
+    2**(300 - E) - 2t * m says which way N lies, an integer product whose difference from a multiple of
+    2**32 is below 2**23, so exact in wrapping int32 arithmetic. No fma, so it is the IEEE form.
+    Proven for every such d, the division exact or flushing, by tools/ftz_safe_sigmoid.py."""
+    huge = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
+    scaled = tl.where(huge, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
+    quotient = tl.math.div_rn(1.0, scaled)
+    rounded = quotient + _TWO_POW_23
+    off = (rounded - _TWO_POW_23) - quotient  # -0.5 .. 0.5; +-0.5 where t was half-way
+    significand = (scaled.to(tl.int32, bitcast=True) & 0x7FFFFF) | 0x800000
+    above = 0 - (quotient * 2.0).to(tl.int32) * significand > 0  # N > t
+    units = rounded.to(tl.int32, bitcast=True) - _TWO_POW_23_BITS
+    units = tl.where((off == 0.5) & ~above, units - 1, tl.where((off == -0.5) & above, units + 1, units))
+    return tl.where(scaled < 1.0, units.to(tl.float32, bitcast=True), quotient)
+
+
+_TWO_POW_23_BITS = tl.constexpr(0x4B000000)
 
 
 @triton.jit
@@ -357,15 +364,16 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
                      stride_x, stride_gy, stride_gq, stride_gs,
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                      SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr,
-                     NO_LIBDEVICE: tl.constexpr):
+                     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
     """Loads rows x cols of gate, up and grad_y (read once, so first out of L2), writes their
-    grad_input groups and scales, returns y (bf16)."""
+    grad_input groups and scales, returns y (bf16). IEEE_SIGMOID: the sigmoid per element in its IEEE form
+    (on every IEEE route, and on a native one whose division the probe found flushing)."""
     x_offs = rows[:, None] * stride_x + cols[None, :]
     gate = tl.load(x_ptr + x_offs, eviction_policy="evict_first").to(tl.float32)
     up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
     gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
                  eviction_policy="evict_first").to(tl.float32)
-    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_MATH, CUDA_ARCH)
+    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     s_gate = group_scale(group_absmax(d_gate, 1))
@@ -402,7 +410,8 @@ def _silu_mul_quant_kernel(
     M, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
+    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, PERSISTENT: tl.constexpr,
+    INDEX_64: tl.constexpr,
 ):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every
     input byte is read once and every output byte written once.
@@ -437,7 +446,7 @@ def _silu_mul_quant_kernel(
                 x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
                 tile % (H // GROUP), tile // (H // GROUP), program, H,
                 stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE)
+                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
             tl.debug_barrier()  # every read of the slot is done before the next tile writes it
             t += 1
     else:
@@ -450,7 +459,7 @@ def _silu_mul_quant_kernel(
             x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
             pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H,
             stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE)
+            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
 
 
 @triton.jit
@@ -459,7 +468,7 @@ def _silu_mul_quant_tile(
     pid_h, pid_m, slot_index, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr,
 ):
     """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
@@ -469,7 +478,7 @@ def _silu_mul_quant_tile(
         tokens = c * CHUNK + tl.arange(0, CHUNK)
         y = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, pid_m * GROUP + tokens, cols,
                              pid_h, H, stride_x, stride_gy, stride_gq, stride_gs, GROUP, LUT_LO, LUT_N,
-                             CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE)
+                             CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
         tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")
     tl.debug_barrier()  # every slice's y is in the slot before any thread reads it back
 
@@ -728,13 +737,14 @@ def _record(probe_ptr, program, differ, k, native_bits, ieee_bits):
 def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
                  ABSMAX_PER_EXPONENT: tl.constexpr, EXPONENT_STEP: tl.constexpr, LUT_LO: tl.constexpr,
                  LUT_N: tl.constexpr,
-                 SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+                 SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+                 IEEE_SIGMOID: tl.constexpr):
     """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ,
     the native result's bits, the IEEE result's), for _record (see _probe_kernel)."""
     if CHECK == 0:  # sigmoid: every bf16 gate, the route's own sigmoid against the IEEE one computed
         gate = _float(k << 16)
-        native = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False,
-                             CUDA_ARCH)
+        native = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE,
+                                IEEE_SIGMOID, CUDA_ARCH)
         ieee = sigmoid(gate, NO_LIBDEVICE, True, 0)
         # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
         return (_differ(native, ieee) & (gate == gate), _bits(native), _bits(ieee))
@@ -777,7 +787,7 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
         up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
         gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
         # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
-        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, False,
+        sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID,
                              CUDA_ARCH)
         native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, False, CUDA_ARCH)
         ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, 0)
@@ -812,7 +822,8 @@ def _probe_pipeline(gate, up, gy, sig, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.co
 def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr,
                   LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                  CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr):
+                  CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+                  IEEE_SIGMOID: tl.constexpr):
     """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class
     on which the two could differ, each program writing its count of differences (_record).
 
@@ -854,7 +865,8 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
     for c in tl.static_range(5):
         if check == c:
             differ, native, ieee = _probe_check(k, rows, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT,
-                                                EXPONENT_STEP, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE)
+                                                EXPONENT_STEP, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE,
+                                                IEEE_SIGMOID)
     _record(probe_ptr, program, differ, k, native, ieee)
 
 
@@ -965,6 +977,14 @@ ROUTE_ENV = "SILU_DOT_ROUTE"
 _PORTABLE_LADDER = ("native", "native_per_element", "generic", "generic_per_element", "plain", "tolerant")
 
 
+def route_compositions(route):
+    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device: none,
+    and on a probed route those its probe can turn. Every one is a compile of its own, so the compile
+    matrix and the judge run compile each."""
+    switchable = ieee_features_for(route, IEEE_FEATURES) if _route(route).probed else None
+    return [()] + ([tuple(sorted(switchable))] if switchable else [])
+
+
 def route_available(route):
     """Whether this Triton can have the route at all: a table route needs a tl.gather that compiles."""
     return _SIGMOID_TABLE or not ROUTE_TABLE[route].sigmoid_table
@@ -977,9 +997,12 @@ class Backend(NamedTuple):
     any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route that
     this Triton cannot have is left out, and a route whose probe finds a difference or whose kernels do
     not compile there is left for the next (see _Device). warp_size is used
-    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch aims at its route's). options are
-    the compile options it takes beyond num_warps, num_stages and enable_fp_fusion. max_grid is the
-    most programs along each grid dimension. triton is the release its Triton is built on."""
+    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch
+    aims at its route's). warps, where set, is the warps of every program whatever the warp width, and
+    max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
+    that many threads. options are the compile options it takes beyond num_warps, num_stages and
+    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its
+    Triton is built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -990,6 +1013,9 @@ class Backend(NamedTuple):
     options: tuple
     max_grid: tuple
     triton: str
+    warps: Optional[int] = None
+    max_chunk: Optional[int] = None
+    max_y_chunk: Optional[int] = None
 
     @property
     def route(self):
@@ -1008,7 +1034,11 @@ BACKENDS = {b.name: b for b in (
             _CUDA_GRID, "3.1"),
     Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", _PORTABLE_LADDER, 32, 1024, (), _CUDA_GRID, "3.5"),
     Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
-    Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 128, (), _CUDA_GRID, "3.1"),
+    # 4 warps, as the public entry that passes there launches (on the S4000, warps of 128: 512 threads), in
+    # 16-token slices and 32-channel y rows (the fastest at 4 warps of 32 on the H100, PERF_NOTES.md, twelfth
+    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8 warps.
+    Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 512, (), _CUDA_GRID, "3.1", warps=4,
+            max_chunk=16, max_y_chunk=32),
     # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts
     # a load of what the same program stored (the fused kernel's scratch slot).
     Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
@@ -1066,8 +1096,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     three programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the
     grid needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
     three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner.
-    Every other route: its record's threads (fewer where the backend allows fewer), slices and y rows,
-    no register cap. The native rung reads y back in 32-channel rows, the native rung with the sigmoid
+    Every other route: its record's threads (fewer where the backend allows fewer, or the backend's
+    warps), slices and y rows (capped where the backend caps them), no register cap. The native rung reads y back in 32-channel rows, the native rung with the sigmoid
     per element runs 512 threads (its temporaries at 256 took 160 registers, one program an SM), the
     IEEE one 16-token slices (the IEEE reciprocal is longer still). A persistent route launches
     sm_count * resident programs where both are known (fewer programs idle SMs, more wait for a free one
@@ -1085,8 +1115,10 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     programs = None
     if route.persistent and sm_count and (resident or route.two_pass):
         programs = sm_count * (1 if route.two_pass else resident)
-    return LaunchSettings(num_warps=max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size)),
-                          chunk=route.chunk, y_chunk=route.y_chunk, maxnreg=None, programs=programs)
+    num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size))
+    return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
+                          y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
+                          programs=programs)
 
 
 def _route(route):
@@ -1098,14 +1130,32 @@ def _route(route):
     return ROUTE_TABLE[route]
 
 
-def _route_constexprs(route, arch):
-    """The constexprs by which routes differ, from the route's record. Under the interpreter there is no
-    PTX and no libdevice (tl.exp is numpy's exp there)."""
+def _route_constexprs(route, arch, ieee=()):
+    """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that
+    its probe found native and wrong on this device, which run in their IEEE form. Under the interpreter
+    there is no PTX and no libdevice (tl.exp is numpy's exp there)."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
             "IEEE_MATH": not route.native_math,
-            "NO_LIBDEVICE": not route.libdevice or _INTERPRET}
+            "NO_LIBDEVICE": not route.libdevice or _INTERPRET,
+            "IEEE_SIGMOID": not route.native_math or "sigmoid" in ieee}
+
+
+# The native features that a rung can run in their IEEE form alone, each named by the probe check that proves
+# it: where a probe finds differences in these checks only, the rung is probed again with them IEEE rather
+# than left. The sigmoid per element: its native form divides with the backend's div_rn, whose subnormal
+# quotients (gates -87.5 to -88.5) Triton 3.0-3.5 flush on NVIDIA; its IEEE form never asks for one.
+IEEE_FEATURES = ("sigmoid",)
+
+
+def ieee_features_for(route, failed_checks):
+    """The features of a route that can turn IEEE for the probe checks that failed, or None where a failed
+    check has no IEEE form on that route (then the rung is left). A table route's sigmoid check proves the
+    table's gather, which has none."""
+    route = _route(route)
+    switchable = {f for f in IEEE_FEATURES if not (f == "sigmoid" and route.sigmoid_table)}
+    return set(failed_checks) if failed_checks and set(failed_checks) <= switchable else None
 
 
 def _groups_a_store(groups, most):
@@ -1127,16 +1177,17 @@ PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
-                index_64=False, resident=None):
+                index_64=False, resident=None, ieee=()):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
     (once per device, on a table route), "probe" (once per device, where Route.probed) and "main"; on a
-    two-pass route "grad" and "y". The launcher below launches exactly these. A ValueError if a grid
-    exceeds the backend's."""
+    two-pass route "grad" and "y". ieee: the route's features that run in their IEEE form on this device
+    (IEEE_FEATURES). The launcher below launches exactly these. A ValueError if a grid exceeds the
+    backend's."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
     settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size, resident)
-    route_constexprs = _route_constexprs(route, arch)
+    route_constexprs = _route_constexprs(route, arch, ieee)
     common = {"enable_fp_fusion": False}
     options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
     if settings.maxnreg is not None:
@@ -1330,6 +1381,7 @@ class _Device:
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
         self.left = []  # (route, why) for each rung left, in order
         self.probes = {}  # route: {check: differences} of each probe run
+        self.ieee = {}  # route: the features it runs in their IEEE form here, and why
         self.launches = {}
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
@@ -1348,7 +1400,8 @@ class _Device:
 
     def _plan(self, M, H, index_64=False, settings=None, resident=None):
         return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
-                           warp_size=self.warp_size, settings=settings, index_64=index_64, resident=resident)
+                           warp_size=self.warp_size, settings=settings, index_64=index_64, resident=resident,
+                           ieee=self.ieee.get(self.route, {}))
 
     def _leave(self, why):
         """Leaves the first rung for the next, with one warning that says why; raises where none is left."""
@@ -1382,6 +1435,13 @@ class _Device:
                 probe.kernel[probe.grid](probe_out, self.table, **probe.constexprs, **probe.options)
                 counts, why = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
                 self.probes[self.route] = counts
+                turn = ieee_features_for(self.route, [c for c, n in counts.items() if n])
+                if why and turn and not turn & set(self.ieee.get(self.route, {})):
+                    self.ieee.setdefault(self.route, {}).update((feature, why) for feature in turn)
+                    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {self.route} route on this {self.backend.name} "
+                                  f"device runs its {', '.join(sorted(turn))} in the IEEE form: {why}",
+                                  RuntimeWarning, stacklevel=5)
+                    continue
                 if why:
                     self._leave(why)
                     continue
@@ -1722,6 +1782,8 @@ def ladder_for(device):
                   "division and casts, and is held to the judge's tolerance only)")
     if dev.route in dev.probes:
         taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(dev.probes[dev.route])})"
+    for feature, why in dev.ieee.get(dev.route, {}).items():
+        taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
     return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
             + [(route, "not tried") for route in dev.routes[1:]])
 

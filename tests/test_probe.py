@@ -2,6 +2,8 @@
 probe finds a difference from IEEE arithmetic is left for the next rung with one warning, the call's bytes
 unchanged. Under the interpreter the native arithmetic is numpy's; an exact stand-in of it is the baseline,
 and each fault a chip's compiler could have is injected into it."""
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +12,8 @@ from triton.runtime import interpreter
 
 import harness
 import solution
+
+sys.path.insert(0, str(harness.ROOT / "tools"))
 
 from fixtures.native_arithmetic import ORIGINAL_FMA, exact_cast, install
 
@@ -106,7 +110,28 @@ def test_int8_of_nan_not_zero_is_found(native_interpreter):
     _fault_is_reported(native_interpreter, "quantizer")
 
 
-def test_a_sigmoid_one_ulp_off_is_found(native_interpreter):
+def _per_element_ladder(monkeypatch):
+    """The interpreter's ladder from the native rung per element (as where tl.gather is missing)."""
+    monkeypatch.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS[
+        "interpreter"]._replace(routes=("native_per_element", "generic_per_element", "plain", "tolerant"))})
+
+
+def _sigmoid_turns_ieee(monkeypatch, first_at):
+    """The native rung per element is kept with its sigmoid in the IEEE form, one warning saying why, its
+    bytes those of the all-IEEE rung."""
+    expected = _ieee_bytes(monkeypatch, "generic_per_element")
+    _per_element_ladder(monkeypatch)
+    with pytest.warns(RuntimeWarning, match=r"the native_per_element route on this interpreter device runs its "
+                                            rf"sigmoid in the IEEE form: its probe found \d+ differences from IEEE "
+                                            rf"arithmetic in sigmoid, the first at gate {first_at}"):
+        out = _bytes(_call())
+    assert solution.route_for("cpu") == "native_per_element"
+    taken = dict(solution.ladder_for("cpu"))["native_per_element"]
+    assert "(sigmoid in its IEEE form: its first probe found" in taken
+    assert all(torch.equal(a, b) for a, b in zip(out, expected))
+
+
+def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
     import triton
 
     @triton.jit
@@ -114,13 +139,31 @@ def test_a_sigmoid_one_ulp_off_is_found(native_interpreter):
         r = solution.reciprocal_keeping_subnormals(d)
         return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
     native_interpreter.setattr(solution, "reciprocal_native", one_ulp_off)
-    expected = _ieee_bytes(native_interpreter, "generic_per_element")
-    native_interpreter.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS[
-        "interpreter"]._replace(routes=("native_per_element", "generic_per_element", "plain", "tolerant"))})
-    with pytest.warns(RuntimeWarning, match=r"left the native_per_element route .*in sigmoid, the first at gate"):
-        out = _bytes(_call())
+    _sigmoid_turns_ieee(native_interpreter, first_at="0x")
+
+
+def test_a_flushing_division_turns_the_sigmoid_ieee(native_interpreter):
+    """div_rn flushing a subnormal quotient, as Triton 3.0-3.5 compile it on NVIDIA: the probe finds the three
+    gates whose sigmoid is subnormal, and the rung keeps every other native feature."""
+    import ftz_safe_sigmoid
+    with ftz_safe_sigmoid.division(flushing=True):
+        _sigmoid_turns_ieee(native_interpreter, first_at="0xc2af")
+
+
+def test_a_sigmoid_fault_with_another_leaves_the_rung(native_interpreter):
+    """A feature without an IEEE form of its own in the ladder (the fma) beside the sigmoid: the rung is left."""
+    import triton
+
+    @triton.jit
+    def one_ulp_off(d):
+        r = solution.reciprocal_keeping_subnormals(d)
+        return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
+    native_interpreter.setattr(solution, "reciprocal_native", one_ulp_off)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fma", ORIGINAL_FMA)
+    _per_element_ladder(native_interpreter)
+    with pytest.warns(RuntimeWarning, match=r"left the native_per_element route .*in sigmoid"):
+        _call()
     assert solution.route_for("cpu") == "generic_per_element"
-    assert all(torch.equal(a, b) for a, b in zip(out, expected))
 
 
 def test_the_first_call_under_graph_capture_says_to_call_once_before(monkeypatch):

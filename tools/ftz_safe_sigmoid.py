@@ -13,29 +13,29 @@ makes silu -0 instead of about -5e-37, and then
 Both fail the judge; `--flush-effect` shows them on the CPU reference.
 
 How. For d in [2**126, 2**128), with d = m * 2**(E - 150) (m the 24-bit significand, E the biased
-exponent, 253 or 254), 1/d = n * 2**-149 with n = 2**(299 - E) / m rounded to nearest even, and the bits
-of the fp32 result are n itself (n = 2**23 is 2**-126, the smallest normal). n comes from one division of
-normal numbers with a normal quotient, 1 / (d * 2**-149), which a flushing division computes as well as
-any, and an exact integer correction of it. Every other d (a normal quotient, inf, NaN) goes through that
-same division with d itself: one division either way, plus a few integer operations.
+exponent, 253 or 254), 1/d = N * 2**-149 with N = 2**(299 - E) / m, and the bits of the fp32 result are N
+rounded to the nearest even integer (2**23 is 2**-126, the smallest normal). One division of normal numbers
+with a normal quotient, 1 / (d * 2**-149), which a flushing division computes as well as any, gives t, N
+rounded to 24 bits; an fp32 add of 2**23 rounds t to an integer; where t lay exactly half-way between two
+integers (often: 6.3 million of the 16.8 million d), an integer product decides which way N lies. Every
+other d (a normal quotient, inf, NaN) goes through that same division with d itself.
 
-Where (solution.sigmoid). The nvidia route needs none of that: PTX div.rn.f32 (inline) is the
-instruction Triton 3.6 emits for div_rn, and compiles to the same SASS there; on 3.0-3.5 it replaces
-div.rn.ftz.f32. The integer helper, solution.reciprocal_keeping_subnormals, is for the IEEE routes
-(generic, generic_per_element, plain: the vendor forks, whose division may flush) and the interpreter;
-the native rungs keep tl.math.div_rn (reciprocal_native), which the probe proves on each device, and the
-Ascend rungs divide with the operator /, as torch.sigmoid does there. Measured static SASS of the main kernel compiled for sm_90 on Triton 3.0 (8 warps;
-it computes the sigmoid per element before 3.4): 1488 instructions with div_rn, 1576 with the PTX
-division, 2032 with the integer helper.
+Where. solution.reciprocal_keeping_subnormals is the IEEE form of the sigmoid's reciprocal: the IEEE
+routes, the table's fill, the probe's IEEE side, and a native rung whose probe finds its division
+flushing (solution.IEEE_FEATURES: Triton 3.0-3.5 on NVIDIA, maybe vendors' toolchains). The native form,
+solution.reciprocal_native, is tl.math.div_rn alone, which the probe proves on every bf16 gate. The nvidia
+route divides with PTX div.rn.f32 (inline), the instruction Triton 3.6 emits for div_rn; on 3.0-3.5 it
+replaces div.rn.ftz.f32. The Ascend rungs divide with the operator /, as torch.sigmoid does there.
 
     TRITON_INTERPRET=1 python tools/ftz_safe_sigmoid.py   # the proof over every fp32 d in [2**126, 2**128)
     python tools/ftz_safe_sigmoid.py --ptx                # the division each variant compiles to for sm_90
     python tools/ftz_safe_sigmoid.py --flush-effect       # the reference's outputs with the sigmoid flushed
 
-checks the algorithm in numpy (int64, against numpy's float32 division, which is IEEE with subnormals),
-then the @triton.jit helper itself under the Triton interpreter, on all 2**24 significands of both
-exponents. tests/test_ftz_safe_sigmoid.py runs both on a sample that holds the edges.
+checks the algorithm in numpy (float32 and int64, against numpy's float32 division, which is IEEE with
+subnormals), then the @triton.jit helpers themselves under the Triton interpreter, on all 2**24
+significands of both exponents, each with the interpreter's division as it is and made to flush. tests/test_ftz_safe_sigmoid.py runs both on a sample that holds the edges.
 """
+import contextlib
 import os
 import sys
 import time
@@ -64,22 +64,22 @@ def ieee_reciprocal(d):
         return np.float32(1.0) / d
 
 
-def model_reciprocal(d, divide=ieee_reciprocal):
-    """reciprocal_keeping_subnormals' arithmetic on d in [2**126, 2**128), in numpy int64 (no wrapping),
-    with `divide` as the one division: returns (result, the division's operands, its quotients)."""
+def model_reciprocal(d, divide=ieee_reciprocal, decide_half_way=True):
+    """reciprocal_keeping_subnormals' arithmetic on d in [2**126, 2**128), in numpy float32 and int64, with
+    `divide` as the one division (decide_half_way=False: without the integer decision of half-way
+    quotients): returns (result, the division's operands, its quotients, where a quotient was half-way)."""
     bits = d.view(np.uint32).astype(np.int64)
     divisor = (bits - (149 << 23)).astype(np.uint32).view(np.float32)
     quotient = divide(divisor)
-    n = quotient.astype(np.int64)
+    two_pow_23 = np.float32(2.0**23)
+    rounded = quotient + two_pow_23
+    off = (rounded - two_pow_23) - quotient
     m = (bits & 0x7FFFFF) | 0x800000
-    k = 299 - (bits >> 23)
-    r = (np.int64(1) << k) - n * m
-    n = np.where(r < 0, n - 1, n)
-    r = np.where(r < 0, r + m, r)
-    n = np.where(r >= m, n + 1, n)
-    r = np.where(r >= m, r - m, r)
-    n = np.where((2 * r > m) | ((2 * r == m) & (n % 2 == 1)), n + 1, n)
-    return n.astype(np.uint32).view(np.float32), divisor, quotient
+    above = (np.int64(1) << (300 - (bits >> 23))) - (quotient * np.float32(2.0)).astype(np.int64) * m > 0
+    units = rounded.view(np.uint32).astype(np.int64) - 0x4B000000
+    if decide_half_way:
+        units = np.where((off == 0.5) & ~above, units - 1, np.where((off == -0.5) & above, units + 1, units))
+    return units.astype(np.uint32).view(np.float32), divisor, quotient, np.abs(off) == 0.5
 
 
 def flushing_reciprocal(d):
@@ -90,19 +90,43 @@ def flushing_reciprocal(d):
 
 
 @triton.jit
-def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr):
+def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr, NATIVE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
-    tl.store(out_ptr + offs, solution.reciprocal_keeping_subnormals(tl.load(d_ptr + offs, mask=mask, other=1.0)),
-             mask=mask)
+    d = tl.load(d_ptr + offs, mask=mask, other=1.0)
+    if NATIVE:
+        tl.store(out_ptr + offs, solution.reciprocal_native(d), mask=mask)
+    else:
+        tl.store(out_ptr + offs, solution.reciprocal_keeping_subnormals(d), mask=mask)
 
 
-def jit_reciprocal(d, block=2**16):
-    """reciprocal_keeping_subnormals on a float32 array, through Triton (the interpreter on a CPU)."""
+@contextlib.contextmanager
+def division(flushing):
+    """The interpreter's tl.math.div_rn (numpy's IEEE division) as it is, or flushing a subnormal quotient to
+    zero as div.rn.ftz.f32 does (Triton 3.0-3.5 on NVIDIA)."""
+    from triton.runtime import interpreter
+    original = interpreter.InterpreterBuilder.create_precise_divf
+
+    def flushed(self, lhs, rhs):
+        q = original(self, lhs, rhs)
+        tiny = np.float32(2.0**-126)
+        return interpreter.TensorHandle(np.where(np.abs(q.data) < tiny, np.copysign(np.float32(0.0), q.data), q.data), q.dtype)
+    if flushing:
+        interpreter.InterpreterBuilder.create_precise_divf = flushed
+    try:
+        yield
+    finally:
+        interpreter.InterpreterBuilder.create_precise_divf = original
+
+
+def jit_reciprocal(d, block=2**16, native=False, flushing=False):
+    """reciprocal_keeping_subnormals (native: reciprocal_native) on a float32 array, through Triton (the
+    interpreter on a CPU), its division flushing or not."""
     import torch
     src = torch.from_numpy(np.ascontiguousarray(d, dtype=np.float32))
     out = torch.empty_like(src)
-    _reciprocal_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"), division(flushing):
+        _reciprocal_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block, NATIVE=native)
     return out.numpy()
 
 
@@ -120,15 +144,16 @@ def every_bf16_gate():
     return (np.arange(2**16, dtype=np.uint32) << 16).view(np.float32)
 
 
-def interpreted_sigmoid(gates):
-    """sigmoid(gates) with the integer reciprocal, under the interpreter (its exp is numpy's)."""
+def interpreted_sigmoid(gates, native=False, flushing=False, block=4096):
+    """sigmoid(gates) in its IEEE form (native: the native form, reciprocal_native), under the interpreter
+    (its exp is numpy's), its division flushing or not, in blocks of `block` gates."""
     import torch
     src = torch.from_numpy(np.ascontiguousarray(gates, dtype=np.float32))
     out = torch.empty_like(src)
     # exp(-g) overflows to inf below g = -88.7, and inf and NaN gates make invalid operations: all as they should.
-    with np.errstate(over="ignore", invalid="ignore"):
-        _sigmoid_kernel[(triton.cdiv(src.numel(), 4096),)](src, out, src.numel(), BLOCK=4096, NO_LIBDEVICE=True,
-                                                           IEEE_MATH=True, CUDA_ARCH=0)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"), division(flushing):
+        _sigmoid_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block, NO_LIBDEVICE=True,
+                                                            IEEE_MATH=not native, CUDA_ARCH=0)
     return out.numpy()
 
 
@@ -207,33 +232,37 @@ def main():
                  "or with --ptx to see the division each variant compiles to")
     d = subnormal_range_divisors()
     expected = ieee_reciprocal(d)
-    start = time.time()
-    model, divisors, quotients = model_reciprocal(d)
     tiny = np.float32(2.0**-126)
     print(f"{d.size} divisors d in [2**126, 2**128): IEEE 1/d subnormal for {np.count_nonzero(expected < tiny)}, "
-          f"2**-126 for {np.count_nonzero(expected == tiny)}")
-    print(f"numpy model: {differing(model, expected)} differ from IEEE 1/d; its division's operands "
-          f"[{divisors.min():.4g}, {divisors.max():.4g}], quotients [{quotients.min():.8g}, {quotients.max():.8g}] "
-          f"(all normal: {bool((divisors >= tiny).all() and (quotients >= tiny).all())}); "
-          f"with a flushing division: {differing(model_reciprocal(d, flushing_reciprocal)[0], expected)} differ, "
-          f"while the flushing division of 1/d itself gives {differing(flushing_reciprocal(d), expected)} "
-          f"({time.time() - start:.0f} s)")
+          f"2**-126 for {np.count_nonzero(expected == tiny)}; the flushing division of 1/d itself gives "
+          f"{differing(flushing_reciprocal(d), expected)} different")
     start = time.time()
-    jit = jit_reciprocal(d)
-    print(f"triton {triton.__version__} jit helper (interpreter): {differing(jit, expected)} differ from IEEE 1/d "
-          f"({time.time() - start:.0f} s)")
+    model, divisors, quotients, half_way = model_reciprocal(d)
+    print(f"IEEE form, numpy model: {differing(model, expected)} differ from IEEE 1/d; its division's "
+          f"operands [{divisors.min():.4g}, {divisors.max():.4g}], quotients [{quotients.min():.8g}, "
+          f"{quotients.max():.8g}] (all normal: {bool((divisors >= tiny).all() and (quotients >= tiny).all())}); "
+          f"with a flushing division: {differing(model_reciprocal(d, flushing_reciprocal)[0], expected)} differ; "
+          f"{np.count_nonzero(half_way)} quotients half-way, of which "
+          f"{differing(model_reciprocal(d, decide_half_way=False)[0], expected)} round the wrong way without the "
+          f"integer decision ({time.time() - start:.0f} s)")
     others = np.array([1.0, 1.5, 2.0, 3.0, 2.0**125, 2.0**126 * 0.9999999, np.inf, np.nan], np.float32)
-    print(f"outside the range (1 .. 2**126, inf, NaN): {differing(jit_reciprocal(others), ieee_reciprocal(others))} "
-          "differ (NaN compared by its bits)")
     gates = every_bf16_gate()
-    got, expected = interpreted_sigmoid(gates), numpy_sigmoid(gates)
     not_nan = ~np.isnan(gates)
-    subnormal = not_nan & (expected > 0) & (expected < tiny)
-    print(f"sigmoid over every bf16 gate (interpreter, integer reciprocal): "
-          f"{differing(got[not_nan], expected[not_nan])} of {np.count_nonzero(not_nan)} non-NaN gates differ from "
-          f"numpy's float32 1/(1+exp(-g)); subnormal at gates {gates[subnormal].tolist()}: "
-          f"{got[subnormal].tolist()}")
-
+    forms = ((False, False, "IEEE form"), (False, True, "IEEE form, flushing division"),
+             (True, False, "native form"), (True, True, "native form, flushing division (where the probe finds this, the rung takes the IEEE form)"))
+    for native, flushing, name in forms:
+        start = time.time()
+        jit = jit_reciprocal(d, native=native, flushing=flushing)
+        print(f"triton {triton.__version__} jit helper, {name} (interpreter): {differing(jit, expected)} differ "
+              f"from IEEE 1/d; outside the range (1 .. 2**126, inf, NaN): "
+              f"{differing(jit_reciprocal(others, native=native, flushing=flushing), ieee_reciprocal(others))} "
+              f"differ (NaN compared by its bits) ({time.time() - start:.0f} s)")
+        got, want = interpreted_sigmoid(gates, native, flushing), numpy_sigmoid(gates)
+        subnormal = not_nan & (want > 0) & (want < tiny)
+        print(f"sigmoid over every bf16 gate (interpreter, {name}): "
+              f"{differing(got[not_nan], want[not_nan])} of {np.count_nonzero(not_nan)} non-NaN gates differ from "
+              f"numpy's float32 1/(1+exp(-g)); subnormal at gates {gates[subnormal].tolist()}: "
+              f"{got[subnormal].tolist()}")
 
 if __name__ == "__main__":
     main()
