@@ -38,10 +38,12 @@ Two kinds of exact arithmetic, one set of helpers (IEEE_MATH picks):
     operator /, its own divide). This is what the interpreter runs, so the CPU
     tests prove the arithmetic that vendor backends run.
 Both take the group max as an integer max of the magnitudes' bits (NaN's lie above
-inf's), and assume IEEE fp32 add, multiply and div_rn of normal numbers (the sigmoid
-makes its subnormal results without a subnormal quotient: see sigmoid), and an
+inf's), and assume IEEE fp32 add, multiply and div_rn of normal numbers, and an
 exp equal to the one the backend's torch.sigmoid uses (libdevice's where it
 exists; tl.exp on Ascend and under the interpreter, where libdevice is missing).
+The sigmoid per element divides with div_rn in the native form; its IEEE form
+(reciprocal_keeping_subnormals) never asks a division for a subnormal quotient,
+which Triton 3.0-3.5 flush on NVIDIA (gates -87.5 to -88.5).
 The last rung of every ladder (tolerant) is not exact: it computes as the
 reference is written, with the backend's exp, division and casts.
 
@@ -62,7 +64,9 @@ sigmoid, the kernels and their settings):
 A route whose kernels do not compile, load or leave their compiler alive on a
 device is left for the next rung of its backend's ladder, once per device and
 shape, with a warning (_Device, _compile); so is a native route whose probe finds
-a difference. Set SILU_DOT_ROUTE=<route> before the first call on a device to
+a difference, unless every difference is in a feature that can run in its IEEE
+form alone (IEEE_FEATURES: the sigmoid per element): then the rung is probed again
+with that feature IEEE and the others native, and runs so if that probe passes. Set SILU_DOT_ROUTE=<route> before the first call on a device to
 force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,

@@ -38,6 +38,10 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
             plan = solution.launch_plan(backend, 1024, 4096, route=route, arch=arch, warp_size=warp_size,
                                         sm_count=compile_matrix.multiprocessors(kind, arch))
             assert {(target, launch.kernel.__name__) for launch in plan.values()} <= compiled, (target, route)
+    # A probed rung's other composition (its sigmoid IEEE, where the probe finds the division flushing) too.
+    ieee_sigmoid = {r["target"] for r in report["rows"]
+                    if r["ok"] and r["route"] == "native_per_element" and "IEEE_SIGMOID=True" in r["settings"]}
+    assert ieee_sigmoid == {"cuda:90", "hip:gfx942"}
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
         if row["target"] == "cuda:90":

@@ -148,10 +148,33 @@ def test_other_routes_take_their_records_threads_within_the_backends_and_no_regi
             assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
             assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk)
     assert solution.launch_settings("metax", 2048, 4096, route="native_per_element").num_warps * 64 == 512
-    assert solution.launch_settings("mthreads", 2048, 4096).num_warps * 32 == 128  # at most 128 threads there
     assert solution.launch_settings("nvidia", 2048, 4096, route="generic").maxnreg is None
     with pytest.raises(ValueError, match="unknown route 'cuda'"):
         solution.launch_settings("nvidia", 128, 128, route="cuda")
+
+
+@pytest.mark.parametrize("warp_size", [None, 32, 128])
+def test_moore_threads_launches_four_warps_of_any_width_in_short_slices(warp_size):
+    """What the public entry that passes there launches: 4 warps, whatever the warp width the driver reports
+    (128 on the S4000); slices and y rows capped for that many threads."""
+    for route in solution.BACKENDS["mthreads"].routes:
+        record = solution.ROUTE_TABLE[route]
+        settings = solution.launch_settings("mthreads", 2048, 4096, 100, route=route, warp_size=warp_size)
+        assert settings.num_warps == 4 and settings.maxnreg is None, route
+        assert (settings.chunk, settings.y_chunk) == (min(record.chunk, 16), min(record.y_chunk, 32)), route
+
+
+def test_only_a_probed_route_per_element_has_a_composition_with_its_sigmoid_ieee():
+    compositions = {route: solution.route_compositions(route) for route in solution.ROUTES}
+    assert compositions["native_per_element"] == [(), ("sigmoid",)]
+    assert all(c == [()] for route, c in compositions.items() if route != "native_per_element"), compositions
+    ieee = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element", ieee=["sigmoid"])
+    plain = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element")
+    for name in ("probe", "main"):
+        assert (plain[name].constexprs["IEEE_SIGMOID"], ieee[name].constexprs["IEEE_SIGMOID"]) == (False, True)
+    assert solution.launch_plan("nvidia", 2048, 4096, route="generic")["main"].constexprs["IEEE_SIGMOID"] is True
+    assert solution.ieee_features_for("native", ["sigmoid"]) is None  # the table's gather has no IEEE form
+    assert solution.ieee_features_for("native_per_element", ["sigmoid", "fma"]) is None
 
 
 @pytest.mark.parametrize("device_type, target, name, expected", [
