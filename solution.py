@@ -66,17 +66,17 @@ device is left for the next rung of its backend's ladder, once per device and
 shape, with a warning (_Device, _compile); so is a native route whose probe finds
 a difference, unless every difference is in a feature that can run in its IEEE
 form alone (IEEE_FEATURES: the sigmoid per element): then the rung is probed again
-with that feature IEEE and the others native, and runs so if that probe passes. Set SILU_DOT_ROUTE=<route> before the first call on a device to
-force one.
+with that feature IEEE and the others native, and runs so if that probe passes.
+Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
-backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, IEEE_FEATURES, ieee_features_for, route_compositions,
-route_available, route_for,
-ladder_for, LaunchSettings, launch_settings, KernelLaunch, launch_plan, launch,
-PER_DEVICE_LAUNCHES, PROBE_CHECKS, PROBE_SIZE, KernelFailure, resident_programs,
-the math helpers sigmoid, reciprocal_keeping_subnormals, reciprocal_native,
-sigmoid_lookup, silu_mul_fwd_bwd, group_absmax, group_scale and quantize, and the
-memory helpers store_scales and discard_from_l2.
+backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, IEEE_FEATURES, ieee_features_for,
+route_compositions, route_available, route_for, ladder_for, LaunchSettings,
+launch_settings, KernelLaunch, launch_plan, launch, PER_DEVICE_LAUNCHES, PROBE_CHECKS,
+PROBE_SIZE, KernelFailure, resident_programs, the math helpers sigmoid,
+reciprocal_keeping_subnormals, reciprocal_native, sigmoid_lookup, silu_mul_fwd_bwd,
+group_absmax, group_scale and quantize, and the memory helpers store_scales and
+discard_from_l2.
 PERF_NOTES.md tells the design history.
 """
 import contextlib
@@ -147,7 +147,8 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH
     inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
     may flush: the IEEE form never lets a division make a subnormal (reciprocal_keeping_subnormals), the
     nvidia route divides with PTX div.rn.f32, and the native form with the backend's div_rn, which the
-    probe proves on every bf16 gate before a native route runs (reciprocal_native)."""
+    probe proves on every bf16 gate before a native route runs (reciprocal_native); where it finds a
+    difference the rung runs this IEEE form instead (IEEE_FEATURES)."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
     if IEEE_MATH:
         return reciprocal_keeping_subnormals(d)
@@ -163,6 +164,7 @@ _EXPONENT_149 = tl.constexpr(149 << 23)  # subtracted from d's bits: d * 2**-149
 
 
 _TWO_POW_23 = tl.constexpr(8388608.0)  # fp32 spacing 1 from here to 2**24: adding it rounds to an integer
+_TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, less these, are t's integer
 
 
 @triton.jit
@@ -190,15 +192,13 @@ def reciprocal_keeping_subnormals(d):
     return tl.where(scaled < 1.0, units.to(tl.float32, bitcast=True), quotient)
 
 
-_TWO_POW_23_BITS = tl.constexpr(0x4B000000)
-
-
 @triton.jit
 def reciprocal_native(d):
     """1/d by the backend's own IEEE division, for the native sigmoid. Where it flushes a subnormal
-    quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the route is
-    left. Cheaper than any exact form built around a flushing division: one measured 1.47x and 1.72x the
-    nvidia route's time where this measured 1.20x (PERF_NOTES.md, ninth round)."""
+    quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the rung runs
+    its sigmoid in the IEEE form (IEEE_FEATURES). Cheaper than any exact form: on the H100 with Triton 3.6
+    the exact forms built around one division took 83-92 registers where this takes 64, and 1.32-1.50x
+    the nvidia route's time where this takes 1.12-1.16x (PERF_NOTES.md, ninth and twelfth rounds)."""
     return tl.math.div_rn(1.0, d)
 
 
@@ -1101,12 +1101,13 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     grid needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
     three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner.
     Every other route: its record's threads (fewer where the backend allows fewer, or the backend's
-    warps), slices and y rows (capped where the backend caps them), no register cap. The native rung reads y back in 32-channel rows, the native rung with the sigmoid
-    per element runs 512 threads (its temporaries at 256 took 160 registers, one program an SM), the
-    IEEE one 16-token slices (the IEEE reciprocal is longer still). A persistent route launches
-    sm_count * resident programs where both are known (fewer programs idle SMs, more wait for a free one
-    and then run their tiles late); a persistent two-pass route one a core (sm_count: on Ascend its vector
-    cores), as triton-ascend's docs advise for vector-only kernels.
+    warps), slices and y rows (capped where the backend caps them), no register cap. The native rung
+    reads y back in 32-channel rows, the native rung with the sigmoid per element runs 512 threads (its
+    temporaries at 256 took 160 registers, one program an SM), the IEEE one 16-token slices (the IEEE
+    reciprocal is longer still). A persistent route launches sm_count * resident programs where both
+    are known (fewer programs idle SMs, more wait for a free one and then run their tiles late); a
+    persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
+    advise for vector-only kernels.
     """
     backend = _backend(backend)
     route = _route(route or backend.route)

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import triton
 import triton.language as tl
 from triton.runtime import interpreter
 
@@ -131,14 +132,15 @@ def _sigmoid_turns_ieee(monkeypatch, first_at):
     assert all(torch.equal(a, b) for a, b in zip(out, expected))
 
 
-def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
-    import triton
+@triton.jit
+def _one_ulp_off(d):
+    """A native reciprocal one ulp off for d in (1.5, 1.75): a sigmoid fault and nothing else."""
+    r = solution.reciprocal_keeping_subnormals(d)
+    return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
 
-    @triton.jit
-    def one_ulp_off(d):
-        r = solution.reciprocal_keeping_subnormals(d)
-        return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
-    native_interpreter.setattr(solution, "reciprocal_native", one_ulp_off)
+
+def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
+    native_interpreter.setattr(solution, "reciprocal_native", _one_ulp_off)
     _sigmoid_turns_ieee(native_interpreter, first_at="0x")
 
 
@@ -152,13 +154,7 @@ def test_a_flushing_division_turns_the_sigmoid_ieee(native_interpreter):
 
 def test_a_sigmoid_fault_with_another_leaves_the_rung(native_interpreter):
     """A feature without an IEEE form of its own in the ladder (the fma) beside the sigmoid: the rung is left."""
-    import triton
-
-    @triton.jit
-    def one_ulp_off(d):
-        r = solution.reciprocal_keeping_subnormals(d)
-        return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
-    native_interpreter.setattr(solution, "reciprocal_native", one_ulp_off)
+    native_interpreter.setattr(solution, "reciprocal_native", _one_ulp_off)
     native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fma", ORIGINAL_FMA)
     _per_element_ladder(native_interpreter)
     with pytest.warns(RuntimeWarning, match=r"left the native_per_element route .*in sigmoid"):
