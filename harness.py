@@ -126,6 +126,20 @@ def route_forced(route):
             os.environ[ROUTE_ENV] = before
 
 
+@contextlib.contextmanager
+def first_call_warnings(raised):
+    """Holds the warnings of a solution's first call, then shows them unless raised() says the call raised:
+    a solution that cannot run is one line, and the warnings on the way (a rung left, a feature turned
+    IEEE) are in that line's reason or beside the point."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    if not raised():
+        for w in caught:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def raised(exc):
     """How a call that raised is reported: its exception's type and words."""
     return f"raised {type(exc).__name__}: {exc}"

@@ -27,7 +27,10 @@ The sigmoid is read from a table of its value for every bf16 gate magnitude in
 [2**-25, 127.5] (both signs), filled once per device by _sigmoid_table_kernel,
 where tl.gather works; elsewhere it is computed per element by the same function.
 
-Two kinds of exact arithmetic, one set of helpers (IEEE_MATH picks):
+Two kinds of exact arithmetic, one set of helpers, each feature's form (the
+sigmoid per element, bf16 rounding, the quantizer's division, its int8 conversion)
+picked by its own constexpr (IEEE_FEATURES): a native rung runs IEEE the features
+its probe found wrong on the device, an IEEE rung every one:
   * native: the backend's own fp32 -> bf16 and fp32 -> int8 conversions, v / s as
     Markstein's correction of v * (1/s) (needs tl.fma to round once). Proven for
     every bf16 (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and
@@ -64,9 +67,9 @@ sigmoid, the kernels and their settings):
 A route whose kernels do not compile, load or leave their compiler alive on a
 device is left for the next rung of its backend's ladder, once per device and
 shape, with a warning (_Device, _compile); so is a native route whose probe finds
-a difference, unless every difference is in a feature that can run in its IEEE
-form alone (IEEE_FEATURES: the sigmoid per element): then the rung is probed again
-with that feature IEEE and the others native, and runs so if that probe passes.
+a difference, unless the differences point at features that can run in their IEEE
+form alone (IEEE_FEATURES, ieee_features_for): then the rung is probed again with
+those features IEEE and the others native, and runs so once a probe passes.
 Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
@@ -112,10 +115,10 @@ def _is_nan(v):
 
 
 @triton.jit
-def _round_to_bf16(v, IEEE_MATH: tl.constexpr):
+def _round_to_bf16(v, IEEE_BF16: tl.constexpr):
     """fp32 -> nearest-even bf16, returned as fp32. The IEEE form uses signed int32 only: the sum wraps as an
     unsigned one would, and -65536 is the mask 0xFFFF0000."""
-    if IEEE_MATH:
+    if IEEE_BF16:
         bits = v.to(tl.int32, bitcast=True)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
         return tl.where(_is_nan(v), v, rounded)  # a NaN's payload could carry into the sign bit
@@ -124,10 +127,10 @@ def _round_to_bf16(v, IEEE_MATH: tl.constexpr):
 
 
 @triton.jit
-def _to_bf16(v, IEEE_MATH: tl.constexpr):
+def _to_bf16(v, IEEE_BF16: tl.constexpr):
     """fp32 -> nearest-even bf16, as bf16 (on the IEEE path the cast only retypes an exact bf16 value)."""
-    if IEEE_MATH:
-        return _round_to_bf16(v, IEEE_MATH).to(tl.bfloat16)
+    if IEEE_BF16:
+        return _round_to_bf16(v, IEEE_BF16).to(tl.bfloat16)
     else:
         return v.to(tl.bfloat16)
 
@@ -141,7 +144,7 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
-def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid,
     subnormal results kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is
     inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
@@ -150,7 +153,7 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_MATH: tl.constexpr, CUDA_ARCH
     probe proves on every bf16 gate before a native route runs (reciprocal_native); where it finds a
     difference the rung runs this IEEE form instead (IEEE_FEATURES)."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
-    if IEEE_MATH:
+    if IEEE_SIGMOID:
         return reciprocal_keeping_subnormals(d)
     elif CUDA_ARCH > 0:
         return _reciprocal_ptx(d)
@@ -221,7 +224,7 @@ else:
 
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_MATH: tl.constexpr,
+                   NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr, IEEE_SIGMOID: tl.constexpr,
                    CUDA_ARCH: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates.
 
@@ -238,19 +241,19 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
     else:
-        return sigmoid(gate, NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH)
+        return sigmoid(gate, NO_LIBDEVICE, IEEE_SIGMOID, CUDA_ARCH)
 
 
 @triton.jit
-def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_MATH: tl.constexpr):
+def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16: tl.constexpr):
     """y, d_gate, d_up in the reference's operation order, each rounded to bf16: y as bf16 (it is only
     stored), d_gate and d_up held in fp32 (they are reduced and quantized)."""
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
     d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
-    return (_to_bf16(y, IEEE_MATH), _round_to_bf16(d_gate, IEEE_MATH),
-            _round_to_bf16(d_up, IEEE_MATH))
+    return (_to_bf16(y, IEEE_BF16), _round_to_bf16(d_gate, IEEE_BF16),
+            _round_to_bf16(d_up, IEEE_BF16))
 
 
 @triton.jit
@@ -273,20 +276,25 @@ def group_scale(absmax):
 
 
 @triton.jit
-def quantize(v, scale, inv_scale, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division.
 
     No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127].
-    Native: Markstein's correction of v * (1/scale), which needs each tl.fma to round once. A NaN or
-    inf scale makes every quotient NaN or 0, and a NaN quotient converts to 0.
-    tools/exhaustive_exactness.py shows all of this for every bf16 (v, absmax) pair, on both paths.
+    The division: IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which
+    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32 with NaN made 0 from
+    its bits; native, the backend's cast (or PTX). A NaN or inf scale makes every quotient NaN or 0, and
+    a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
+    (v, absmax) pair, in every form.
     """
-    if IEEE_MATH:
-        return _int8_of_quotient(tl.math.div_rn(v, scale))
+    if IEEE_DIVISION:
+        q = tl.math.div_rn(v, scale)
     else:
         q0 = v * inv_scale
         rem = tl.fma(q0, -scale, v)  # not -q0: that would cost a subtraction per element
         q = tl.fma(rem, inv_scale, q0)
+    if IEEE_INT8:
+        return _int8_of_quotient(q)
+    else:
         return _truncate_to_int8(q, CUDA_ARCH)
 
 
@@ -367,23 +375,24 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
 def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H,
                      stride_x, stride_gy, stride_gq, stride_gs,
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
-                     SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr,
-                     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
+                     SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+                     IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
     """Loads rows x cols of gate, up and grad_y (read once, so first out of L2), writes their
-    grad_input groups and scales, returns y (bf16). IEEE_SIGMOID: the sigmoid per element in its IEEE form
-    (on every IEEE route, and on a native one whose division the probe found flushing)."""
+    grad_input groups and scales, returns y (bf16). IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the
+    features in their IEEE form (all on an IEEE route; on a native one, those its probe found wrong)."""
     x_offs = rows[:, None] * stride_x + cols[None, :]
     gate = tl.load(x_ptr + x_offs, eviction_policy="evict_first").to(tl.float32)
     up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
     gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
                  eviction_policy="evict_first").to(tl.float32)
     sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
-    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
+    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
     s_gate = group_scale(group_absmax(d_gate, 1))
     s_up = group_scale(group_absmax(d_up, 1))
-    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_MATH, CUDA_ARCH)
-    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_MATH, CUDA_ARCH)
+    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_DIVISION, IEEE_INT8,
+                      CUDA_ARCH)
+    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
     q_offs = rows[:, None] * stride_gq + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
@@ -414,8 +423,8 @@ def _silu_mul_quant_kernel(
     M, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, PERSISTENT: tl.constexpr,
-    INDEX_64: tl.constexpr,
+    NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
+    PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
 ):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every
     input byte is read once and every output byte written once.
@@ -450,7 +459,7 @@ def _silu_mul_quant_kernel(
                 x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
                 tile % (H // GROUP), tile // (H // GROUP), program, H,
                 stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
+                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
             tl.debug_barrier()  # every read of the slot is done before the next tile writes it
             t += 1
     else:
@@ -463,7 +472,7 @@ def _silu_mul_quant_kernel(
             x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
             pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H,
             stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
+            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
 
 
 @triton.jit
@@ -472,7 +481,7 @@ def _silu_mul_quant_tile(
     pid_h, pid_m, slot_index, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr,
+    NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
 ):
     """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
@@ -482,7 +491,7 @@ def _silu_mul_quant_tile(
         tokens = c * CHUNK + tl.arange(0, CHUNK)
         y = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, pid_m * GROUP + tokens, cols,
                              pid_h, H, stride_x, stride_gy, stride_gq, stride_gs, GROUP, LUT_LO, LUT_N,
-                             CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, IEEE_MATH, NO_LIBDEVICE, IEEE_SIGMOID)
+                             CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
         tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")
     tl.debug_barrier()  # every slice's y is in the slot before any thread reads it back
 
@@ -495,7 +504,8 @@ def _silu_mul_quant_tile(
         s_y = group_scale(group_absmax(y_t, 1))
         store_scales(y_s_ptr + (pid_h * GROUP + h) * stride_ys + pid_m, s_y, CUDA_ARCH)
         tl.store(y_q_ptr + (pid_h * GROUP + h)[:, None] * stride_yq + (pid_m * GROUP + local)[None, :],
-                 quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_MATH, CUDA_ARCH))
+                 quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_DIVISION, IEEE_INT8,
+                          CUDA_ARCH))
     if CUDA_ARCH >= 80:
         tl.debug_barrier()  # every read of the slot is done
         discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)
@@ -742,7 +752,7 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
                  ABSMAX_PER_EXPONENT: tl.constexpr, EXPONENT_STEP: tl.constexpr, LUT_LO: tl.constexpr,
                  LUT_N: tl.constexpr,
                  SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
-                 IEEE_SIGMOID: tl.constexpr):
+                 IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
     """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ,
     the native result's bits, the IEEE result's), for _record (see _probe_kernel)."""
     if CHECK == 0:  # sigmoid: every bf16 gate, the route's own sigmoid against the IEEE one computed
@@ -757,7 +767,7 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
         low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
             j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
         v = _float(((k >> 3) << 16) | low)
-        native = _round_to_bf16(v, False)
+        native = _round_to_bf16(v, IEEE_BF16)
         ieee = _round_to_bf16(v, True)
         return (_differ(native, ieee), _bits(native), _bits(ieee))
     elif CHECK == 2:  # the quantizer: every bf16 v against ABSMAX_PER_EXPONENT absmax values per exponent
@@ -770,8 +780,8 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
         v = _float((k & 0xFFFF) << 16)
         scale = group_scale(absmax)
         inv_scale = tl.math.div_rn(1.0, scale)
-        native = quantize(v, scale, inv_scale, False, CUDA_ARCH).to(tl.int32)
-        ieee = quantize(v, scale, inv_scale, True, 0).to(tl.int32)
+        native = quantize(v, scale, inv_scale, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH).to(tl.int32)
+        ieee = quantize(v, scale, inv_scale, True, True, 0).to(tl.int32)
         # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
         possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
         return ((native != ieee) & possible, native, ieee)
@@ -793,8 +803,8 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr,
         # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
         sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID,
                              CUDA_ARCH)
-        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, False, CUDA_ARCH)
-        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, 0)
+        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE_BF16, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
+        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, True, True, True, 0)
         scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
         return ((native != ieee) | scales_differ[:, None], native, ieee)
 
@@ -807,17 +817,19 @@ def _probe_operand(h):
 
 
 @triton.jit
-def _probe_pipeline(gate, up, gy, sig, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def _probe_pipeline(gate, up, gy, sig, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
+                    IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """What the main kernel computes per element and group, quantized along rows: the int8 of d_gate,
     d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
-    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_MATH)
+    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
     y = y.to(tl.float32)
     s_gate = group_scale(group_absmax(d_gate, 1))
     s_up = group_scale(group_absmax(d_up, 1))
     s_y = group_scale(group_absmax(y, 1))
-    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_MATH, CUDA_ARCH)
-    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_MATH, CUDA_ARCH)
-    q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_MATH, CUDA_ARCH)
+    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_DIVISION, IEEE_INT8,
+                      CUDA_ARCH)
+    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
+    q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
     packed = (q_gate.to(tl.int32) & 0xFF) | ((q_up.to(tl.int32) & 0xFF) << 8) | ((q_y.to(tl.int32) & 0xFF) << 16)
     return packed, s_gate, s_up, s_y
 
@@ -826,8 +838,7 @@ def _probe_pipeline(gate, up, gy, sig, IEEE_MATH: tl.constexpr, CUDA_ARCH: tl.co
 def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr,
                   LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                  CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
-                  IEEE_SIGMOID: tl.constexpr):
+                  CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
     """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class
     on which the two could differ, each program writing its count of differences (_record).
 
@@ -848,8 +859,9 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
         main kernel runs them, compiled with its options (a compiler that contracts or reorders inside a
         bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates;
         both sides take the route's sigmoid, which the sigmoid check proves equal to the IEEE one.
-    The route's constexprs pick its native side (IEEE_MATH is the route's and unused here: the IEEE side
-    is always the twin)."""
+    The route's constexprs pick its native side: each feature native, or IEEE where an earlier probe on
+    this device found it wrong (then its check compares the IEEE form with itself); the IEEE side is
+    always the twin."""
     program = tl.program_id(0)
     per = ROWS * 128
     n0 = 2**16 // per
@@ -870,7 +882,7 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
         if check == c:
             differ, native, ieee = _probe_check(k, rows, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT,
                                                 EXPONENT_STEP, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE,
-                                                IEEE_SIGMOID)
+                                                IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
     _record(probe_ptr, program, differ, k, native, ieee)
 
 
@@ -979,14 +991,6 @@ ROUTE_ENV = "SILU_DOT_ROUTE"
 # Native, then IEEE arithmetic; each with the table, then with the sigmoid per element; then the two-pass
 # rungs, exact and tolerant.
 _PORTABLE_LADDER = ("native", "native_per_element", "generic", "generic_per_element", "plain", "tolerant")
-
-
-def route_compositions(route):
-    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device: none,
-    and on a probed route those its probe can turn. Every one is a compile of its own, so the compile
-    matrix and the judge run compile each."""
-    switchable = ieee_features_for(route, IEEE_FEATURES) if _route(route).probed else None
-    return [()] + ([tuple(sorted(switchable))] if switchable else [])
 
 
 def route_available(route):
@@ -1135,32 +1139,73 @@ def _route(route):
     return ROUTE_TABLE[route]
 
 
+# The features of the arithmetic, each with a native and an IEEE form, and the constexpr that picks it. A native
+# rung runs each natively where its probe proves it, and in the IEEE form where the probe finds it wrong
+# (ieee_features_for); an IEEE rung runs every one IEEE.
+#   sigmoid: the sigmoid per element, divided by div_rn (whose subnormal quotients, gates -87.5 to -88.5,
+#     Triton 3.0-3.5 flush on NVIDIA), or by reciprocal_keeping_subnormals, which asks for none;
+#   bf16 rounding: the backend's fp32 -> bf16 cast, or nearest-even on the bits;
+#   division: the quantizer's v / s as Markstein's fma correction of v * (1/s), or div_rn;
+#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32 with NaN made 0 first.
+IEEE_FEATURES = {"sigmoid": "IEEE_SIGMOID", "bf16 rounding": "IEEE_BF16", "division": "IEEE_DIVISION",
+                 "int8 conversion": "IEEE_INT8"}
+
+
 def _route_constexprs(route, arch, ieee=()):
     """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that
-    its probe found native and wrong on this device, which run in their IEEE form. Under the interpreter
-    there is no PTX and no libdevice (tl.exp is numpy's exp there)."""
+    its probe found wrong on this device, which run in their IEEE form. Under the interpreter there is no
+    PTX and no libdevice (tl.exp is numpy's exp there)."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
-            "IEEE_MATH": not route.native_math,
             "NO_LIBDEVICE": not route.libdevice or _INTERPRET,
-            "IEEE_SIGMOID": not route.native_math or "sigmoid" in ieee}
+            **{constexpr: not route.native_math or feature in ieee for feature, constexpr in IEEE_FEATURES.items()}}
 
 
-# The native features that a rung can run in their IEEE form alone, each named by the probe check that proves
-# it: where a probe finds differences in these checks only, the rung is probed again with them IEEE rather
-# than left. The sigmoid per element: its native form divides with the backend's div_rn, whose subnormal
-# quotients (gates -87.5 to -88.5) Triton 3.0-3.5 flush on NVIDIA; its IEEE form never asks for one.
-IEEE_FEATURES = ("sigmoid",)
+def ieee_features_for(route, failed_checks, ieee=()):
+    """The features of a route to run IEEE after a probe whose checks failed_checks found differences, on a
+    device where the features `ieee` already run IEEE, each with the check that points at it: empty where
+    nothing failed that counts, None where no feature explains it (then the rung is left). Each check's failure points at a feature: sigmoid
+    at the sigmoid (on a route that computes it: a table route's check proves the table's gather, which
+    has no IEEE form), bf16 rounding at the bf16 rounding, fma at the quantizer's division (its only
+    user), the quantizer at its int8 conversion (at its division where fma failed too) and, once that is
+    IEEE, at its division. An fma check that
+    fails with the division IEEE is explained. A pipeline check that fails is explained only by a feature
+    turned with it: the rung is probed again, and a pipeline still failing then leaves it."""
+    route, ieee = _route(route), set(ieee)
+    failed = set(failed_checks) - ieee_features_explain(ieee)
+    if not failed:
+        return {}
+    turn = {}
+    for check in sorted(failed, key=PROBE_CHECKS.index):
+        if check == "sigmoid" and not route.sigmoid_table:
+            turn.setdefault("sigmoid", check)
+        elif check == "bf16 rounding":
+            turn.setdefault("bf16 rounding", check)
+        elif check == "fma":
+            turn.setdefault("division", check)
+        elif check == "quantizer":  # with fma failing too, the division explains it first
+            turn.setdefault("division" if "int8 conversion" in ieee or "fma" in failed else "int8 conversion", check)
+        elif check != "pipeline":
+            return None
+    return {feature: check for feature, check in turn.items() if feature not in ieee} or None
 
 
-def ieee_features_for(route, failed_checks):
-    """The features of a route that can turn IEEE for the probe checks that failed, or None where a failed
-    check has no IEEE form on that route (then the rung is left). A table route's sigmoid check proves the
-    table's gather, which has none."""
-    route = _route(route)
-    switchable = {f for f in IEEE_FEATURES if not (f == "sigmoid" and route.sigmoid_table)}
-    return set(failed_checks) if failed_checks and set(failed_checks) <= switchable else None
+def ieee_features_explain(ieee):
+    """The probe checks whose differences the features `ieee` in their IEEE form leave unused: the fma's,
+    once the quantizer's division (its only user) is IEEE."""
+    return {"fma"} if "division" in ieee else set()
+
+
+def route_compositions(route):
+    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device, compiled
+    by the compile matrix and the judge run: on a probed route none, each feature its probe can turn alone,
+    and every one of them together (these hold every helper's IEEE form beside every other's native one
+    in one kernel); elsewhere none."""
+    if not _route(route).probed:
+        return [()]
+    each = [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
+    return [()] + [(f,) for f in each] + [tuple(each)]
 
 
 def _groups_a_store(groups, most):
@@ -1438,17 +1483,18 @@ class _Device:
                 self.table_filled = True
             if probe is not None:
                 probe.kernel[probe.grid](probe_out, self.table, **probe.constexprs, **probe.options)
-                counts, why = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
+                counts, findings = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
                 self.probes[self.route] = counts
-                turn = ieee_features_for(self.route, [c for c, n in counts.items() if n])
-                if why and turn and not turn & set(self.ieee.get(self.route, {})):
-                    self.ieee.setdefault(self.route, {}).update((feature, why) for feature in turn)
+                ieee = self.ieee.setdefault(self.route, {})
+                turn = ieee_features_for(self.route, findings, ieee)
+                if turn:
+                    ieee.update((feature, findings[check]) for feature, check in turn.items())
                     warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {self.route} route on this {self.backend.name} "
-                                  f"device runs its {', '.join(sorted(turn))} in the IEEE form: {why}",
-                                  RuntimeWarning, stacklevel=5)
+                                  f"device runs its {', '.join(sorted(turn))} in the IEEE form: "
+                                  f"{_probe_why(counts, findings, findings)}", RuntimeWarning, stacklevel=5)
                     continue
-                if why:
-                    self._leave(why)
+                if turn is None:  # the checks that no feature in its IEEE form explains
+                    self._leave(_probe_why(counts, findings, set(findings) - ieee_features_explain(ieee)))
                     continue
             if hasattr(self.module, "synchronize"):
                 self.module.synchronize()  # the table is filled before a call on any stream reads it
@@ -1512,9 +1558,10 @@ def _first_line(exc):
 
 
 def _probe_verdict(values, size):
-    """({check: differences}, why the route is left or "") from the probe's per-program records (four
-    int32: differences, the first differing input, the native and the IEEE result there), for a PROBE_SIZE."""
-    counts, firsts = {}, {}
+    """({check: differences}, {check: its finding, for each check that found any}) from the probe's
+    per-program records (four int32: differences, the first differing input, the native and the IEEE
+    result there), for a PROBE_SIZE."""
+    counts, findings = {}, {}
     program = 0
     for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
         records = [values[4 * p:4 * p + 4] for p in range(program, program + programs)]
@@ -1522,14 +1569,18 @@ def _probe_verdict(values, size):
         counts[check] = sum(r[0] for r in records)
         differing = [r for r in records if r[0]]
         if differing:
-            firsts[check] = min(differing, key=lambda r: r[1])
-    if not firsts:
-        return counts, ""
-    check, (_, k, native, ieee) = next((c, firsts[c]) for c in PROBE_CHECKS if c in firsts)
-    others = ", ".join(f"{c} {counts[c]}" for c in PROBE_CHECKS if c in firsts and c != check)
-    return counts, (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the first at "
-                    f"{_probe_input(check, k, size)}: native 0x{native & 0xFFFFFFFF:08x}, IEEE "
-                    f"0x{ieee & 0xFFFFFFFF:08x}" + (f" (and in {others})" if others else ""))
+            _, k, native, ieee = min(differing, key=lambda r: r[1])
+            findings[check] = (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the "
+                               f"first at {_probe_input(check, k, size)}: native 0x{native & 0xFFFFFFFF:08x}, IEEE "
+                               f"0x{ieee & 0xFFFFFFFF:08x}")
+    return counts, findings
+
+
+def _probe_why(counts, findings, checks):
+    """Why a probe's findings in `checks` count: the first one's finding, with the others' counts."""
+    checks = [c for c in PROBE_CHECKS if c in checks]
+    others = ", ".join(f"{c} {counts[c]}" for c in checks[1:])
+    return findings[checks[0]] + (f" (and in {others})" if others else "")
 
 
 def _compile_all(pairs, device=None):
@@ -1786,7 +1837,10 @@ def ladder_for(device):
         taken += (" (not byte-exact: the last rung computes as the reference is written, with the backend's exp, "
                   "division and casts, and is held to the judge's tolerance only)")
     if dev.route in dev.probes:
-        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(dev.probes[dev.route])})"
+        counts = dev.probes[dev.route]
+        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(c for c, n in counts.items() if not n)}"
+        taken += "".join(f"; {c}: {n} differences, unused by the features in their IEEE form"
+                         for c, n in counts.items() if n) + ")"
     for feature, why in dev.ieee.get(dev.route, {}).items():
         taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
     return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]

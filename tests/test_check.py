@@ -10,7 +10,7 @@ import torch
 
 import check
 import solution
-from fixtures.broken_solutions import BROKEN, STATIC
+from fixtures.broken_solutions import PIPELINE_ALWAYS_DIFFERS, BROKEN, STATIC
 from fixtures.fake_solutions import FAKES, fake_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,17 +51,30 @@ def test_real_solution_passes_every_check(tmp_path):
 
 
 def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
-    # The interpreter's own arithmetic is numpy's, whose fp32 -> bf16 cast truncates: with the native rungs
-    # put on top of its ladder, their probe finds it, and the call takes the IEEE rung.
-    path = make_broken([('    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain", "tolerant"), ',
-                         '    Backend("interpreter", "cpu", (), "", _PORTABLE_LADDER, ')], tmp_path)
-    proc, report = run_check(path, tmp_path=tmp_path, fast=["--shapes", "128x128", "--seeds", "1", "--families",
-                                                            "randn"])
+    # The interpreter's own arithmetic is numpy's: its fp32 -> bf16 cast truncates and its fma rounds twice.
+    # With the native rungs put on top of its ladder, the native rung's probe finds both and turns bf16
+    # rounding and the quantizer's division IEEE, keeping the sigmoid and the int8 conversion native; with a pipeline check that always
+    # differs besides, no feature explains it and the native rungs are left for the IEEE one.
+    ladder = ('    Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain", "tolerant"), ',
+              '    Backend("interpreter", "cpu", (), "", _PORTABLE_LADDER, ')
+    fast = ["--shapes", "128x128", "--seeds", "1", "--families", "randn"]
+    proc, report = run_check(make_broken([ladder], tmp_path), tmp_path=tmp_path, fast=fast)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    at = lines.index("route: native")
+    taken = lines[at + 1]
+    assert taken.startswith("  native: taken (its probe: no difference from IEEE arithmetic in sigmoid, bf16 rounding, "
+                            "quantizer, pipeline; fma: "), taken
+    for feature, check in (("bf16 rounding", "bf16 rounding"), ("division", "(quantizer|fma)")):
+        assert re.search(rf"\({feature} in its IEEE form: its first probe found \d+ differences from IEEE arithmetic "
+                         rf"in {check}, the first at ", taken), (feature, taken)
+    assert taken.count("in its IEEE form:") == 2  # its int8 conversion and sigmoid stay native
+    proc, report = run_check(make_broken([ladder, PIPELINE_ALWAYS_DIFFERS], tmp_path), tmp_path=tmp_path, fast=fast)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     at = lines.index("route: generic")
-    assert re.fullmatch(r"  native: left: its probe found \d+ differences from IEEE arithmetic in bf16 rounding, the "
-                        r"first at fp32 0x[0-9a-f]{8}: native 0x[0-9a-f]{8}, IEEE 0x[0-9a-f]{8}.*", lines[at + 1])
+    assert re.fullmatch(r"  native: left: its probe found \d+ differences from IEEE arithmetic in pipeline, the "
+                        r"first at row \d+, column \d+: native 0x[0-9a-f]{8}, IEEE 0x[0-9a-f]{8}", lines[at + 1])
     assert lines[at + 2].startswith("  native_per_element: left: its probe found")
     assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, plain, tolerant"]
     assert [route for route, _ in report["route"]["ladder"]] == list(solution.BACKENDS["unknown"].routes)

@@ -37,7 +37,7 @@ def _quantize_kernel(v_ptr, s_ptr, q_ptr, N, BLOCK: tl.constexpr):
     mask = offs < N
     v = tl.load(v_ptr + offs, mask=mask, other=0.0)
     s = tl.load(s_ptr + offs, mask=mask, other=1.0)
-    tl.store(q_ptr + offs, solution.quantize(v, s, tl.math.div_rn(1.0, s), True, 0), mask=mask)
+    tl.store(q_ptr + offs, solution.quantize(v, s, tl.math.div_rn(1.0, s), True, True, 0), mask=mask)
 
 
 def _run(kernel, *tensors, block=1024):

@@ -76,60 +76,79 @@ def _ieee_bytes(monkeypatch, route="generic"):
     return out
 
 
-def _fault_is_reported(monkeypatch, check, left=("native", "native_per_element")):
-    expected = _ieee_bytes(monkeypatch)
-    with pytest.warns(RuntimeWarning, match=rf"left the native route .*its probe found \d+ differences from IEEE "
-                                            rf"arithmetic in {check}, the first at "):
+def _only_the_feature_turns_ieee(monkeypatch, feature, checks, route="native", first_at=""):
+    """The fault's feature alone runs IEEE on the route's rung (one warning naming it and the probe's finding),
+    every other native; the bytes are those of the IEEE rung of the same sigmoid."""
+    expected = _ieee_bytes(monkeypatch, "generic" if route == "native" else "generic_per_element")
+    if route == "native_per_element":
+        _per_element_ladder(monkeypatch)
+    with pytest.warns(RuntimeWarning, match=rf"the {route} route on this interpreter device runs its {feature} in "
+                                            rf"the IEEE form: its probe found \d+ differences from IEEE arithmetic "
+                                            rf"in ({checks}), the first at {first_at}"):
         out = _bytes(_call())
-    ladder = dict(solution.ladder_for("cpu"))
-    assert [route for route, how in ladder.items() if how.startswith("left:")] == list(left)
-    assert all(torch.equal(a, b) for a, b in zip(out, expected)), "the fallback's bytes differ from IEEE's"
+    assert solution.route_for("cpu") == route
+    taken = dict(solution.ladder_for("cpu"))[route]
+    assert taken.count("in its IEEE form:") == 1 and f"({feature} in its IEEE form: its first probe found" in taken
+    assert all(torch.equal(a, b) for a, b in zip(out, expected)), "the composition's bytes differ from IEEE's"
+    return taken
 
 
-def test_bf16_by_truncation_is_found(native_interpreter):
+def test_bf16_by_truncation_turns_the_bf16_rounding_alone_ieee(native_interpreter):
     def truncating(self, src, dst_type, *rounding_mode):
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
             return interpreter.TensorHandle((src.data.view(np.uint32) >> 16).astype(np.uint16), dst_type.scalar)
         return exact_cast(self, src, dst_type)
     native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
     native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
-    _fault_is_reported(native_interpreter, "bf16 rounding")
+    _only_the_feature_turns_ieee(native_interpreter, "bf16 rounding", "bf16 rounding")
 
 
-def test_an_fma_split_into_a_multiply_and_an_add_is_found(native_interpreter):
+def test_an_fma_split_into_a_multiply_and_an_add_turns_the_division_alone_ieee(native_interpreter):
     native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fma", ORIGINAL_FMA)  # x * y + z
-    _fault_is_reported(native_interpreter, "fma")
+    taken = _only_the_feature_turns_ieee(native_interpreter, "division", "quantizer|fma")
+    assert "; fma: " in taken and "differences, unused by the features in their IEEE form" in taken
 
 
-def test_int8_of_nan_not_zero_is_found(native_interpreter):
+def test_int8_of_nan_not_zero_turns_the_int8_conversion_alone_ieee(native_interpreter):
     def nan_to_minus_128(self, src, dst_type):
         out = exact_cast(self, src, dst_type)
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.int8:
             out.data[np.isnan(src.data)] = -128
         return out
     native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", nan_to_minus_128)
-    _fault_is_reported(native_interpreter, "quantizer")
+    _only_the_feature_turns_ieee(native_interpreter, "int8 conversion", "quantizer")
+
+
+@triton.jit
+def _reordered_in_the_native_form(gate, up, gy, sig, IEEE_BF16: tl.constexpr):
+    """silu_mul_fwd_bwd whose native form adds 1 where it should add gate * (1 - sig) too: a fault of the
+    pipeline alone, as a compiler that reassociates inside the big kernel would make."""
+    silu = gate * sig
+    if IEEE_BF16:
+        d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
+    else:
+        d_gate = gy * up * sig * (1.0 + gate)
+    return (solution._to_bf16(silu * up, IEEE_BF16), solution._round_to_bf16(d_gate, IEEE_BF16),
+            solution._round_to_bf16(gy * silu, IEEE_BF16))
+
+
+def test_a_fault_no_feature_explains_leaves_the_rung(native_interpreter):
+    """The pipeline alone differing points at no feature: both native rungs are left, and the IEEE rung's
+    bytes come out."""
+    native_interpreter.setattr(solution, "silu_mul_fwd_bwd", _reordered_in_the_native_form)
+    expected = _ieee_bytes(native_interpreter)
+    with pytest.warns(RuntimeWarning, match=r"left the native route .*its probe found \d+ differences from IEEE "
+                                            r"arithmetic in pipeline, the first at "):
+        out = _bytes(_call())
+    ladder = dict(solution.ladder_for("cpu"))
+    assert [route for route, how in ladder.items() if how.startswith("left:")] == ["native", "native_per_element"]
+    assert all(torch.equal(a, b) for a, b in zip(out, expected))
 
 
 def _per_element_ladder(monkeypatch):
     """The interpreter's ladder from the native rung per element (as where tl.gather is missing)."""
     monkeypatch.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS[
         "interpreter"]._replace(routes=("native_per_element", "generic_per_element", "plain", "tolerant"))})
-
-
-def _sigmoid_turns_ieee(monkeypatch, first_at):
-    """The native rung per element is kept with its sigmoid in the IEEE form, one warning saying why, its
-    bytes those of the all-IEEE rung."""
-    expected = _ieee_bytes(monkeypatch, "generic_per_element")
-    _per_element_ladder(monkeypatch)
-    with pytest.warns(RuntimeWarning, match=r"the native_per_element route on this interpreter device runs its "
-                                            rf"sigmoid in the IEEE form: its probe found \d+ differences from IEEE "
-                                            rf"arithmetic in sigmoid, the first at gate {first_at}"):
-        out = _bytes(_call())
-    assert solution.route_for("cpu") == "native_per_element"
-    taken = dict(solution.ladder_for("cpu"))["native_per_element"]
-    assert "(sigmoid in its IEEE form: its first probe found" in taken
-    assert all(torch.equal(a, b) for a, b in zip(out, expected))
 
 
 @triton.jit
@@ -141,7 +160,7 @@ def _one_ulp_off(d):
 
 def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
     native_interpreter.setattr(solution, "reciprocal_native", _one_ulp_off)
-    _sigmoid_turns_ieee(native_interpreter, first_at="0x")
+    _only_the_feature_turns_ieee(native_interpreter, "sigmoid", "sigmoid", "native_per_element", "gate 0x")
 
 
 def test_a_flushing_division_turns_the_sigmoid_ieee(native_interpreter):
@@ -149,17 +168,22 @@ def test_a_flushing_division_turns_the_sigmoid_ieee(native_interpreter):
     gates whose sigmoid is subnormal, and the rung keeps every other native feature."""
     import ftz_safe_sigmoid
     with ftz_safe_sigmoid.division(flushing=True):
-        _sigmoid_turns_ieee(native_interpreter, first_at="0xc2af")
+        _only_the_feature_turns_ieee(native_interpreter, "sigmoid", "sigmoid", "native_per_element", "gate 0xc2af")
 
 
-def test_a_sigmoid_fault_with_another_leaves_the_rung(native_interpreter):
-    """A feature without an IEEE form of its own in the ladder (the fma) beside the sigmoid: the rung is left."""
+def test_two_faults_turn_their_two_features_ieee(native_interpreter):
+    """A sigmoid one ulp off and an fma split: the rung keeps its bf16 rounding and int8 conversion native."""
     native_interpreter.setattr(solution, "reciprocal_native", _one_ulp_off)
     native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fma", ORIGINAL_FMA)
+    expected = _ieee_bytes(native_interpreter, "generic_per_element")
     _per_element_ladder(native_interpreter)
-    with pytest.warns(RuntimeWarning, match=r"left the native_per_element route .*in sigmoid"):
-        _call()
-    assert solution.route_for("cpu") == "generic_per_element"
+    with pytest.warns(RuntimeWarning, match=r"runs its division, sigmoid in the IEEE form"):
+        out = _bytes(_call())
+    assert solution.route_for("cpu") == "native_per_element"
+    taken = dict(solution.ladder_for("cpu"))["native_per_element"]
+    assert "(sigmoid in its IEEE form:" in taken and "(division in its IEEE form:" in taken
+    assert taken.count("in its IEEE form:") == 2
+    assert all(torch.equal(a, b) for a, b in zip(out, expected))
 
 
 def test_the_first_call_under_graph_capture_says_to_call_once_before(monkeypatch):

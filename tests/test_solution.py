@@ -164,17 +164,41 @@ def test_moore_threads_launches_four_warps_of_any_width_in_short_slices(warp_siz
         assert (settings.chunk, settings.y_chunk) == (min(record.chunk, 16), min(record.y_chunk, 32)), route
 
 
-def test_only_a_probed_route_per_element_has_a_composition_with_its_sigmoid_ieee():
+def test_a_probed_route_compiles_each_feature_ieee_alone_and_all_together():
     compositions = {route: solution.route_compositions(route) for route in solution.ROUTES}
-    assert compositions["native_per_element"] == [(), ("sigmoid",)]
-    assert all(c == [()] for route, c in compositions.items() if route != "native_per_element"), compositions
-    ieee = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element", ieee=["sigmoid"])
-    plain = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element")
-    for name in ("probe", "main"):
-        assert (plain[name].constexprs["IEEE_SIGMOID"], ieee[name].constexprs["IEEE_SIGMOID"]) == (False, True)
-    assert solution.launch_plan("nvidia", 2048, 4096, route="generic")["main"].constexprs["IEEE_SIGMOID"] is True
-    assert solution.ieee_features_for("native", ["sigmoid"]) is None  # the table's gather has no IEEE form
-    assert solution.ieee_features_for("native_per_element", ["sigmoid", "fma"]) is None
+    each = tuple(solution.IEEE_FEATURES)
+    assert compositions["native_per_element"] == [()] + [(f,) for f in each] + [each]
+    assert all(c == [()] for route, c in compositions.items() if not solution.ROUTE_TABLE[route].probed)
+    for feature, constexpr in solution.IEEE_FEATURES.items():
+        ieee = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element", ieee=[feature])
+        plain = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element")
+        for name in ("probe", "main"):
+            assert (plain[name].constexprs[constexpr], ieee[name].constexprs[constexpr]) == (False, True)
+            assert sum(ieee[name].constexprs[c] for c in solution.IEEE_FEATURES.values()) == 1
+        generic = solution.launch_plan("nvidia", 2048, 4096, route="generic")["main"].constexprs
+        assert generic[constexpr] is True
+
+
+@pytest.mark.parametrize("failed, ieee, turned", [
+    (["sigmoid"], (), {"sigmoid"}),
+    (["bf16 rounding", "pipeline"], (), {"bf16 rounding"}),
+    (["fma", "quantizer", "pipeline"], (), {"division"}),  # the quantizer's fma: its division
+    (["quantizer", "pipeline"], (), {"int8 conversion"}),  # the conversion first ...
+    (["quantizer"], ("int8 conversion",), {"division"}),  # ... then the division
+    (["fma"], ("division",), set()),  # explained: the division no longer takes the fma
+    (["pipeline"], (), None),  # no feature explains it: the rung is left
+    (["quantizer"], ("int8 conversion", "division"), None),
+])
+def test_each_failed_check_turns_the_feature_it_points_at(failed, ieee, turned):
+    turn = solution.ieee_features_for("native_per_element", failed, ieee)
+    assert (set(turn) if turn is not None else None) == turned
+    assert all(check in failed for check in (turn or {}).values())
+
+
+def test_a_table_routes_sigmoid_check_has_no_ieee_form():
+    """It proves the table's gather, which has none: the rung is left (its next rung computes the sigmoid)."""
+    assert solution.ieee_features_for("native", ["sigmoid"]) is None
+    assert "sigmoid" not in {f for c in solution.route_compositions("native") for f in c}
 
 
 @pytest.mark.parametrize("device_type, target, name, expected", [
@@ -218,7 +242,7 @@ def test_routes_take_their_features():
                 continue
             main = plan["main"]
             assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
-            assert main.constexprs["IEEE_MATH"] is not route.native_math
+            assert all(main.constexprs[c] is not route.native_math for c in solution.IEEE_FEATURES.values())
             assert main.constexprs["SIGMOID_TABLE"] is route.sigmoid_table
             # Under the interpreter no route runs PTX or libdevice (on the GPU, see test_compiled_kernel
             # and the compile matrix).
@@ -226,8 +250,8 @@ def test_routes_take_their_features():
             assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
             if route.probed:  # the probe proves the main kernel's arithmetic under its options
                 assert plan["probe"].options == main.options
-                assert {k: plan["probe"].constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")} == {
-                    k: main.constexprs[k] for k in ("IEEE_MATH", "CUDA_ARCH", "NO_LIBDEVICE")}
+                same = ("CUDA_ARCH", "NO_LIBDEVICE", *solution.IEEE_FEATURES.values())
+                assert {k: plan["probe"].constexprs[k] for k in same} == {k: main.constexprs[k] for k in same}
 
 
 def test_a_persistent_route_launches_as_many_programs_as_the_device_holds():

@@ -9,7 +9,7 @@ import pytest
 import bench
 import check
 import harness
-from fixtures.broken_solutions import SIGNATURE
+from fixtures.broken_solutions import PIPELINE_ALWAYS_DIFFERS, SIGNATURE
 from test_bench import fake_gpu  # noqa: F401  (a fixture: bench.main on the CPU, GPU timings faked)
 from test_check import make_broken, run_check
 from test_cli_errors import TINY, assert_one_line_error, run
@@ -113,12 +113,13 @@ def test_a_solution_whose_first_call_raises_is_one_line(tmp_path):
     assert_no_shape_was_checked(proc)
 
 
-def test_a_forced_route_whose_probe_fails_is_one_line_naming_the_route_and_the_probe():
-    # Under the interpreter the native arithmetic is numpy's, whose fp32 -> bf16 cast truncates: the native
-    # rungs' probe finds it, and a forced native route has no rung below it to take.
-    proc = run("check.py", "--route", "native_per_element", *TINY)
+def test_a_forced_route_whose_probe_fails_is_one_line_naming_the_route_and_the_probe(tmp_path):
+    # A probe whose pipeline check always differs: no feature in its IEEE form explains it, so the native
+    # rung is left, and a forced native route has no rung below it to take.
+    proc = run("check.py", "--solution", make_broken([PIPELINE_ALWAYS_DIFFERS], tmp_path),
+               "--route", "native_per_element", *TINY)
     line = assert_one_line_error(proc, "check.py", 1, "the solution's forced route native_per_element cannot run "
-                                 "here: " + PROBE_FAILS, "differences from IEEE arithmetic in bf16 rounding")
+                                 "here: " + PROBE_FAILS, "differences from IEEE arithmetic in pipeline")
     assert len(line) <= 1000 + len("check.py: error: ")
     assert_no_shape_was_checked(proc)
 
@@ -152,8 +153,8 @@ def test_a_shape_whose_calls_raise_says_raised(tmp_path):
 
 # ---------------------------------------------------------------- bench.py, GPU timings faked
 
-def test_bench_with_a_forced_route_whose_probe_fails_is_one_line(fake_gpu, capsys):
-    solution = str(harness.ROOT / "solution.py")
+def test_bench_with_a_forced_route_whose_probe_fails_is_one_line(fake_gpu, tmp_path, capsys):
+    solution = str(make_broken([PIPELINE_ALWAYS_DIFFERS], tmp_path))
     assert bench.main(["--solution", solution, "--shapes", "128x128", "--route", "native_per_element"]) == 1
     captured = capsys.readouterr()
     assert captured.err.startswith("bench.py: error: the solution's forced route native_per_element cannot run "

@@ -3,7 +3,7 @@
 Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
 = this GPU's) and with its tl twin (CUDA_ARCH = 0, the native rungs, which the probe proves on each
 device), the tl twin with the sigmoid in its IEEE form (a native rung whose probe found the division
-flushing), the IEEE arithmetic (IEEE_MATH, the generic, plain and Ascend routes and the interpreter);
+flushing), the IEEE arithmetic (every feature IEEE: the generic, plain and Ascend routes and the interpreter);
 the sigmoid table gathered through shared memory (where this Triton has tl.gather) and computed per
 element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
 reciprocal_keeping_subnormals). Where tl.math.div_rn flushes subnormal quotients (Triton 3.0-3.5 on
@@ -42,7 +42,9 @@ from harness import environment, quantize_like_reference  # noqa: E402
 # The table's kernel and constants, as the solution launches them (solution.launch_plan).
 PLAN = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)
 TABLE_LAUNCH, MAIN_LAUNCH = PLAN["sigmoid_table"], PLAN["main"]
-# (name, CUDA_ARCH or None for this GPU's, IEEE_MATH, IEEE_SIGMOID): the arithmetic variants the routes run.
+# (name, CUDA_ARCH or None for this GPU's, every other feature IEEE, IEEE_SIGMOID): the arithmetic variants
+# the routes run (a native rung with one other feature IEEE runs that feature's helper as here, beside the
+# native ones).
 # "tl twin, sigmoid IEEE" is a native rung whose probe found the division flushing (solution.IEEE_FEATURES).
 ARITHMETIC = (("PTX", None, False, False), ("tl twin", 0, False, False), ("tl twin, sigmoid IEEE", 0, False, True),
               ("IEEE", 0, True, True))
@@ -54,7 +56,7 @@ LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 
 @triton.jit
 def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr, CUDA_ARCH: tl.constexpr,
-                        IEEE_MATH: tl.constexpr):
+                        IEEE: tl.constexpr):
     """Row r: the group scale of absmax[r] (taken through group_absmax of [absmax, -absmax]) and every
     value quantized with it."""
     row = tl.program_id(0)
@@ -63,7 +65,7 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
     scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
-    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_MATH,
+    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE, IEEE,
                           CUDA_ARCH)
     tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
     tl.store(s_ptr + row + tl.arange(0, 1), scale)
@@ -83,13 +85,13 @@ def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexp
 @triton.jit
 def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, BLOCK: tl.constexpr,
                         LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                        CUDA_ARCH: tl.constexpr, IEEE_MATH: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
+                        CUDA_ARCH: tl.constexpr, IEEE: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
     sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
-    y, d_gate, d_up = solution.silu_mul_fwd_bwd(g, u, gy, sig, IEEE_MATH)
+    y, d_gate, d_up = solution.silu_mul_fwd_bwd(g, u, gy, sig, IEEE)
     tl.store(y_ptr + offs, y)
     tl.store(dg_ptr + offs, d_gate)
     tl.store(du_ptr + offs, d_up)
@@ -121,7 +123,7 @@ def check_quantizer(cuda_arch, ieee_math, chunk=512):
         a = amax[start:start + chunk]
         rows = a.numel()
         _quant_pairs_kernel[(rows, triton.cdiv(n_v, block))](
-            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, IEEE_MATH=ieee_math,
+            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, IEEE=ieee_math,
             enable_fp_fusion=False)
         q_ref, s_ref = quantize_like_reference(v[None, :], a[:, None])
         s_ref = s_ref[:, 0]
@@ -170,7 +172,7 @@ def check_elementwise(pairs_per_gate, use_table, cuda_arch, ieee_math, ieee_sigm
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(3)]
         _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE_MATH=ieee_math,
+                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE=ieee_math,
                                           IEEE_SIGMOID=ieee_sigmoid, enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
@@ -208,7 +210,7 @@ def main():
         name = f"quantizer_{label.replace(' ', '_')}"
         result[name] = (check_quantizer(cuda_arch, ieee_math) if not args.skip_quantizer
                         else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
-        print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE_MATH={ieee_math}):", result[name], flush=True)
+        print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE={ieee_math}):", result[name], flush=True)
         total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
     for label, cuda_arch, ieee_math, ieee_sigmoid in ARITHMETIC:
         cuda_arch = 10 * major + minor if cuda_arch is None else cuda_arch
