@@ -1165,20 +1165,21 @@ def _route_constexprs(route, arch, ieee=()):
 def ieee_features_for(route, failed_checks, ieee=()):
     """The features of a route to run IEEE after a probe whose checks failed_checks found differences, on a
     device where the features `ieee` already run IEEE, each with the check that points at it: empty where
-    nothing failed that counts, None where no feature explains it (then the rung is left). Each check's failure points at a feature: sigmoid
-    at the sigmoid (on a route that computes it: a table route's check proves the table's gather, which
-    has no IEEE form), bf16 rounding at the bf16 rounding, fma at the quantizer's division (its only
-    user), the quantizer at its int8 conversion (at its division where fma failed too) and, once that is
-    IEEE, at its division. An fma check that
-    fails with the division IEEE is explained. A pipeline check that fails is explained only by a feature
-    turned with it: the rung is probed again, and a pipeline still failing then leaves it."""
-    route, ieee = _route(route), set(ieee)
-    failed = set(failed_checks) - ieee_features_explain(ieee)
+    nothing failed that counts, None where no feature explains it (then the rung is left).
+
+    Each check's failure points at a feature: sigmoid at the sigmoid (where the route can turn it,
+    _turnable), bf16 rounding at the bf16 rounding, fma at the quantizer's division (its only user), the
+    quantizer at its int8 conversion (at its division where fma failed too) and, once that is IEEE, at its
+    division. An fma check that fails with the division IEEE is explained. A pipeline check that fails is
+    explained only by a feature turned with it: the rung is probed again, and a pipeline still failing
+    then leaves it."""
+    ieee = set(ieee)
+    failed = set(failed_checks) - _explained_checks(ieee)
     if not failed:
         return {}
     turn = {}
     for check in sorted(failed, key=PROBE_CHECKS.index):
-        if check == "sigmoid" and not route.sigmoid_table:
+        if check == "sigmoid" and "sigmoid" in _turnable(route):
             turn.setdefault("sigmoid", check)
         elif check == "bf16 rounding":
             turn.setdefault("bf16 rounding", check)
@@ -1191,7 +1192,13 @@ def ieee_features_for(route, failed_checks, ieee=()):
     return {feature: check for feature, check in turn.items() if feature not in ieee} or None
 
 
-def ieee_features_explain(ieee):
+def _turnable(route):
+    """The features a probed route can run in their IEEE form: every one, but the sigmoid on a table route
+    (its sigmoid check proves the table's gather, which has no IEEE form)."""
+    return [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
+
+
+def _explained_checks(ieee):
     """The probe checks whose differences the features `ieee` in their IEEE form leave unused: the fma's,
     once the quantizer's division (its only user) is IEEE."""
     return {"fma"} if "division" in ieee else set()
@@ -1204,7 +1211,7 @@ def route_compositions(route):
     in one kernel); elsewhere none."""
     if not _route(route).probed:
         return [()]
-    each = [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
+    each = _turnable(route)
     return [()] + [(f,) for f in each] + [tuple(each)]
 
 
@@ -1494,7 +1501,7 @@ class _Device:
                                   f"{_probe_why(counts, findings, findings)}", RuntimeWarning, stacklevel=5)
                     continue
                 if turn is None:  # the checks that no feature in its IEEE form explains
-                    self._leave(_probe_why(counts, findings, set(findings) - ieee_features_explain(ieee)))
+                    self._leave(_probe_why(counts, findings, set(findings) - _explained_checks(ieee)))
                     continue
             if hasattr(self.module, "synchronize"):
                 self.module.synchronize()  # the table is filled before a call on any stream reads it

@@ -36,23 +36,40 @@ def compiled(solution, route, M, H, arch):
             for name, launch in solution.launch_plan("nvidia", M, H, route=route, arch=arch, sm_count=132).items()}
 
 
+def shape(text):
+    """An MxH argument: M and H multiples of 128 (the kernels' groups)."""
+    try:
+        M, H = (int(n) for n in text.split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MxH, e.g. 8192x4096") from None
+    if M <= 0 or H <= 0 or M % 128 or H % 128:
+        raise argparse.ArgumentTypeError(f"{text!r}: M and H must be positive multiples of 128")
+    return M, H
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True)
     parser.add_argument("--solution", default=str(ROOT / "solution.py"))
     parser.add_argument("--routes", nargs="+", default=["nvidia", "nvidia_per_element"])
-    parser.add_argument("--shapes", nargs="+", default=["8192x4096", "4096x2560"])
+    parser.add_argument("--shapes", nargs="+", default=["8192x4096", "4096x2560"], type=shape,
+                        help="MxH, multiples of 128")
     parser.add_argument("--arch", type=int, default=90)
     args = parser.parse_args()
-    solution = harness.load_solution(args.solution, name="solution_ptx")
-    baseline = harness.load_solution(args.baseline, name="baseline_ptx")
+    try:
+        solution = harness.load_solution(args.solution, name="solution_ptx")
+        baseline = harness.load_solution(args.baseline, name="baseline_ptx")
+    except harness.SolutionError as exc:
+        parser.error(str(exc))
+    unknown = [r for r in args.routes if r not in solution.ROUTES or r not in baseline.ROUTES]
+    if unknown:
+        parser.error(f"--routes {unknown} are not routes of both files; expected some of {solution.ROUTES}")
     identical = True
     for route in args.routes:
-        for shape in args.shapes:
-            M, H = (int(n) for n in shape.split("x"))
+        for M, H in args.shapes:
             ours, theirs = compiled(solution, route, M, H, args.arch), compiled(baseline, route, M, H, args.arch)
             same = {name: ours.get(name) == lines for name, lines in theirs.items()}
-            print(f"{route} {shape}: " + ", ".join(f"{n} {'identical' if s else 'differs'}" for n, s in same.items()))
+            print(f"{route} {M}x{H}: " + ", ".join(f"{n} {'identical' if s else 'differs'}" for n, s in same.items()))
             for name in (n for n, s in same.items() if not s):
                 identical &= name not in ("main", "grad", "y")  # a per-device kernel runs once, not per call
                 diff = difflib.unified_diff(theirs[name], ours.get(name, []), lineterm="", n=0)

@@ -14,7 +14,6 @@ Usage: python tools/research/sweep.py [--solution PATH] [--variants JSON | --var
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -44,14 +43,11 @@ def main():
         key = (path, route)
         if key not in modules:
             module = modules[key] = harness.load_solution(path, name=f"solution_for_sweep_{len(modules)}")
-            previous = os.environ.pop(module.ROUTE_ENV, None)
-            if route:
-                os.environ[module.ROUTE_ENV] = route
+            if route is not None and route not in module.ROUTES:
+                parser.error(f"variant route {route!r} is none of {path}'s routes {module.ROUTES}")
             x, gy = harness.make_inputs(128, 128, seed=0, device="cuda")
-            module.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128, "cuda"))
-            os.environ.pop(module.ROUTE_ENV, None)
-            if previous is not None:
-                os.environ[module.ROUTE_ENV] = previous
+            with harness.route_forced(route):  # the solution reads it at its first call
+                module.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128, "cuda"))
         return modules[key]
 
     variants = []  # (module, LaunchSettings or None for the route's own, label)
