@@ -1,6 +1,13 @@
 """Compile the solution's kernel for sm_90 without a GPU and count its SASS instructions by kind.
 
-Usage: python tools/sass_stats.py [--settings JSON] [--dump PATH]
+Usage: python tools/sass_stats.py [--route R] [--ieee FEATURE ...] [--settings JSON] [--dump PATH]
+       python tools/sass_stats.py --ablation [--route R ...]
+--ieee: the features (solution.IEEE_FEATURES) that run in their IEEE form, as a native rung runs them where its
+probe found them wrong. --ablation: for each route (default: the native and IEEE rungs this Triton has, the
+fused kernel's), every composition it can take
+(solution.route_compositions) against the all-native one: registers, stack, static SASS and the opcodes that
+change most. Static counts are not time: a loop body counts once, and a slow path that never runs (div_rn's
+subroutine) counts in full.
 Costs no device time: Triton compiles for a named target, its bundled nvdisasm disassembles.
 """
 import argparse
@@ -20,10 +27,12 @@ import compile_matrix  # noqa: E402
 import solution  # noqa: E402
 
 
-def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096):
-    """The route's main kernel as solution.launch_plan describes it, compiled for cuda `arch` with every
-    pointer 16-byte aligned and every specialized integer divisible by 16 (contiguous inputs)."""
-    launch = solution.launch_plan("nvidia", M, H, route=route, arch=arch, sm_count=132, settings=settings)["main"]
+def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096, ieee=()):
+    """The route's main kernel as solution.launch_plan describes it (ieee: its features in the IEEE form),
+    compiled for cuda `arch` with every pointer 16-byte aligned and every specialized integer divisible by 16
+    (contiguous inputs)."""
+    launch = solution.launch_plan("nvidia", M, H, route=route, arch=arch, sm_count=132, settings=settings,
+                                  ieee=ieee)["main"]
     target = GPUTarget("cuda", arch, 32)
     return triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
 
@@ -42,25 +51,59 @@ def resources(kernel, options=None):
     return usage["registers"], usage["stack"], kernel.metadata.shared, sass
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--settings", help="JSON LaunchSettings fields (default: the nvidia route's for 8192x4096)")
-    p.add_argument("--dump")
-    a = p.parse_args()
-    settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
-    k = compile_kernel(settings)
-    settings = settings or solution.launch_settings("nvidia", 8192, 4096, 132)
-    regs, stack, shared, sass = resources(k)
-    if a.dump:
-        Path(a.dump).write_text(sass)
+def opcodes(sass):
+    """Counter of a SASS listing's instructions by opcode."""
     ops = collections.Counter()
     for line in sass.splitlines():
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?", line)
         if m:
             ops[m.group(1)] += 1
+    return ops
+
+
+def ablation(routes):
+    """Per route, each composition's registers, stack and static SASS against the all-native one."""
+    for route in routes:
+        base = None
+        for composition in solution.route_compositions(route):
+            regs, stack, _, sass = resources(compile_kernel(route=route, ieee=composition))
+            ops = opcodes(sass)
+            base = base or ops
+            changed = sorted(((op, ops[op] - base[op]) for op in set(ops) | set(base) if ops[op] != base[op]),
+                             key=lambda item: -abs(item[1]))[:8]
+            ieee = ", ".join(composition) or ("none" if solution.ROUTE_TABLE[route].native_math else "every feature")
+            print(f"{route} IEEE {ieee}: regs={regs} stack={stack} "
+                  f"static SASS={sum(ops.values())} ({sum(ops.values()) - sum(base.values()):+d}) "
+                  + " ".join(f"{op} {n:+d}" for op, n in changed), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--route", nargs="+", choices=solution.ROUTES, help="default: nvidia (with --ablation: "
+                   "the native and IEEE rungs this Triton has)")
+    p.add_argument("--ieee", nargs="*", default=[], choices=list(solution.IEEE_FEATURES), metavar="FEATURE",
+                   help=f"features in the IEEE form: some of {list(solution.IEEE_FEATURES)}")
+    p.add_argument("--ablation", action="store_true")
+    p.add_argument("--settings", help="JSON LaunchSettings fields (default: the route's for 8192x4096)")
+    p.add_argument("--dump")
+    a = p.parse_args()
+    if a.ablation:
+        ablation(a.route or [r for r in ("native", "native_per_element", "generic", "generic_per_element")
+                             if solution.route_available(r)])
+        return
+    if a.route and len(a.route) > 1:
+        p.error("one --route without --ablation")
+    route = a.route[0] if a.route else "nvidia"
+    settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
+    k = compile_kernel(settings, route=route, ieee=a.ieee)
+    settings = settings or solution.launch_settings("nvidia", 8192, 4096, 132, route)
+    regs, stack, shared, sass = resources(k)
+    if a.dump:
+        Path(a.dump).write_text(sass)
+    ops = opcodes(sass)
     total = sum(ops.values())
-    print(f"{json.dumps(settings._asdict())}: regs={regs} stack={stack} "
-          f"shared={shared} static SASS={total} (loop bodies counted once)")
+    print(f"{route} IEEE {', '.join(a.ieee) or 'none'} {json.dumps(settings._asdict())}: regs={regs} "
+          f"stack={stack} shared={shared} static SASS={total} (loop bodies counted once)")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}")
 

@@ -10,6 +10,13 @@ Writes into OUTDIR:
   flushing_division.py    portable.py with the sigmoid table off (as where tl.gather is missing) and the
                           native sigmoid's division (reciprocal_native) flushing a subnormal quotient to
                           zero, as Triton 3.0-3.5 compile tl.math.div_rn on NVIDIA (div.rn.ftz.f32).
+  fault_bf16_truncation.py  portable.py whose native fp32 -> bf16 conversion truncates.
+  fault_fma_split.py      portable.py whose every tl.fma is a multiply and an add, each rounded.
+  fault_nan_int8.py       portable.py whose native fp32 -> int8 conversion makes NaN -128, not 0.
+  fault_sigmoid_ulp.py    portable.py with the sigmoid table off and the native sigmoid's division one ulp
+                          off for divisors in (1.5, 1.75).
+Each fault copy stands in for a chip whose toolchain has that one flaw: the probe should turn that one
+feature IEEE (solution.IEEE_FEATURES) and keep the rest native.
 Each change is appended to, or replaced once in, the solution's text: a change that no longer applies
 stops the tool with a one-line error rather than writing a copy that is not what its name says.
 """
@@ -41,12 +48,34 @@ def _flushed(q):
     return tl.where(tl.abs(q) < 1.1754943508222875e-38, 0.0, q)
 '''
 NATIVE_DIVISION = "    return tl.math.div_rn(1.0, d)\n"
+SPLIT_FMA = '''
+
+@triton.jit
+def _split_fma(a, b, c):
+    """fma as a multiply and an add, each rounded (solution_copies.py)."""
+    return a * b + c
+'''
+# (old text, new text, how many times old must appear): the native forms' lines in the solution.
+FAULTS = {
+    "fault_bf16_truncation.py": [
+        ("        return v.to(tl.bfloat16).to(tl.float32)\n",
+         "        return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n", 1),
+        ("        return v.to(tl.bfloat16)\n", "        return _round_to_bf16(v, IEEE_BF16).to(tl.bfloat16)\n", 1)],
+    "fault_fma_split.py": [("tl.fma(", "_split_fma(", None)],
+    "fault_nan_int8.py": [
+        ("        return q.to(tl.int8)\n", "        return tl.where(_is_nan(q), -128.0, q).to(tl.int8)\n", 1)],
+    "fault_sigmoid_ulp.py": [
+        (NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
+                          "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)],
+}
 
 
-def replaced_once(text, old, new, what):
-    if text.count(old) != 1:
-        sys.exit(f"solution_copies.py: cannot make {what}: expected {old.strip()!r} once in the solution, "
-                 f"found it {text.count(old)} times")
+def replaced_once(text, old, new, what, times=1):
+    """text with old replaced by new, old expected `times` times (None: at least once)."""
+    found = text.count(old)
+    if (found != times) if times is not None else not found:
+        sys.exit(f"solution_copies.py: cannot make {what}: expected {old.strip()!r} "
+                 f"{'once' if times == 1 else 'in'} the solution, found it {found} times")
     return text.replace(old, new)
 
 
@@ -55,9 +84,15 @@ def copies(solution_text):
     portable = solution_text + PORTABLE
     flushing = replaced_once(portable, NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d))\n",
                              "flushing_division.py") + TABLE_OFF + FLUSH
-    return {"portable.py": portable,
-            "mthreads_settings.py": portable + MTHREADS_SETTINGS,
+    made = {"portable.py": portable, "mthreads_settings.py": portable + MTHREADS_SETTINGS,
             "flushing_division.py": flushing}
+    for name, edits in FAULTS.items():
+        text = portable
+        for old, new, times in edits:
+            text = replaced_once(text, old, new, name, times)
+        made[name] = text + (SPLIT_FMA if name == "fault_fma_split.py" else "") + (
+            TABLE_OFF if name == "fault_sigmoid_ulp.py" else "")
+    return made
 
 
 def main():

@@ -1,0 +1,56 @@
+"""tools/solution_copies.py's fault copies (issue 34): each stands in for a chip whose toolchain has one flaw,
+and under the interpreter, its native arithmetic made exact, the copy's probe turns that one feature IEEE and
+keeps the rest native, with the reference's bytes."""
+import sys
+
+import pytest
+
+import harness
+import solution
+
+sys.path.insert(0, str(harness.ROOT / "tools"))
+
+import solution_copies  # noqa: E402
+from fixtures.native_arithmetic import install  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the copies run under the interpreter")
+
+# copy: (the rung it takes, the feature its probe turns IEEE, the check that points at it)
+FAULTS = {
+    "fault_bf16_truncation.py": ("native", "bf16 rounding", "bf16 rounding"),
+    "fault_fma_split.py": ("native", "division", r"(quantizer, )?fma"),
+    "fault_nan_int8.py": ("native", "int8 conversion", "quantizer"),
+    "fault_sigmoid_ulp.py": ("native_per_element", "sigmoid", "sigmoid"),
+}
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory):
+    out = tmp_path_factory.mktemp("copies")
+    for name, text in solution_copies.copies((harness.ROOT / "solution.py").read_text()).items():
+        (out / name).write_text(text)
+    return out
+
+
+def test_every_fault_copy_is_made():
+    assert set(FAULTS) <= set(solution_copies.copies((harness.ROOT / "solution.py").read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_the_fault_turns_its_feature_alone_ieee(name, copies, monkeypatch):
+    route, feature, check = FAULTS[name]
+    copy = harness.load_solution(copies / name, name=f"fault_copy_{name[:-3]}")
+    install(monkeypatch)
+    monkeypatch.setattr(copy, "BACKENDS", {**copy.BACKENDS, "interpreter": copy.BACKENDS["interpreter"]._replace(
+        routes=copy.BACKENDS["nvidia"].routes)})  # the copy's NVIDIA ladder: the portable one
+    monkeypatch.setattr(copy, "PROBE_SIZE", {**copy.PROBE_SIZE, "EXPONENT_STEP": 64})
+    monkeypatch.delenv(copy.ROUTE_ENV, raising=False)
+    x, gy = harness.make_inputs(128, 128, seed=5, family="specials")
+    out = harness.new_outputs(128, 128)
+    with pytest.warns(RuntimeWarning, match=rf"runs its {feature} in the IEEE form: its probe found \d+ "
+                                            rf"differences from IEEE arithmetic in {check}"):
+        copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert copy.route_for("cpu") == route
+    taken = dict(copy.ladder_for("cpu"))[route]
+    assert taken.count("in its IEEE form:") == 1 and f"({feature} in its IEEE form:" in taken
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
