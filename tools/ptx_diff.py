@@ -52,7 +52,7 @@ def main():
     parser.add_argument("--baseline", required=True)
     parser.add_argument("--solution", default=str(ROOT / "solution.py"))
     parser.add_argument("--routes", nargs="+", default=["nvidia", "nvidia_per_element"])
-    parser.add_argument("--shapes", nargs="+", default=["8192x4096", "4096x2560"], type=shape,
+    parser.add_argument("--shapes", nargs="+", default=[(8192, 4096), (4096, 2560)], type=shape,
                         help="MxH, multiples of 128")
     parser.add_argument("--arch", type=int, default=90)
     args = parser.parse_args()
