@@ -12,7 +12,8 @@ reported, not counted, as the probe finds it there and the rung runs the IEEE si
 
 1. Scale and quantizer: every bf16 absmax (0, every positive finite value, inf and NaN) x every
    bf16 value v with |v| <= absmax (a group's values never exceed its absmax; with a NaN or inf
-   absmax, every value), through the solution's group_absmax, group_scale and quantize, against
+   absmax, every value), through the solution's group_absmax, group_scale and quantize in each form a
+   rung runs (QUANTIZER_FORMS: the division and the int8 conversion each native or IEEE), against
    harness.quantize_like_reference (which tests/test_harness.py shows equal to reference.py's
    quantizer). Pairs with |v| > absmax, which no input can produce and where the clamp-free
    quantizer differs by design, are counted apart.
@@ -48,6 +49,11 @@ TABLE_LAUNCH, MAIN_LAUNCH = PLAN["sigmoid_table"], PLAN["main"]
 # "tl twin, sigmoid IEEE" is a native rung whose probe found the division flushing (solution.IEEE_FEATURES).
 ARITHMETIC = (("PTX", None, False, False), ("tl twin", 0, False, False), ("tl twin, sigmoid IEEE", 0, False, True),
               ("IEEE", 0, True, True))
+# (name, CUDA_ARCH or None for this GPU's, IEEE_DIVISION, IEEE_INT8): every form the quantizer takes on some
+# rung, the native rungs' mixed ones (a probe that found the division or the int8 conversion wrong) included.
+QUANTIZER_FORMS = (("PTX", None, False, False), ("tl twin", 0, False, False),
+                   ("tl twin, division IEEE", 0, True, False), ("tl twin, int8 IEEE", 0, False, True),
+                   ("IEEE", 0, True, True))
 # Whether this Triton has the table routes (tl.gather): the table variants run only where it does.
 TABLE = solution.route_available("generic")
 LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
@@ -56,7 +62,7 @@ LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 
 @triton.jit
 def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr, CUDA_ARCH: tl.constexpr,
-                        IEEE: tl.constexpr):
+                        IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
     """Row r: the group scale of absmax[r] (taken through group_absmax of [absmax, -absmax]) and every
     value quantized with it."""
     row = tl.program_id(0)
@@ -65,8 +71,8 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
     scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
-    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE, IEEE,
-                          CUDA_ARCH)
+    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_DIVISION,
+                          IEEE_INT8, CUDA_ARCH)
     tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
     tl.store(s_ptr + row + tl.arange(0, 1), scale)
 
@@ -110,7 +116,7 @@ def sigmoid_table(cuda_arch, ieee_math):
     return table
 
 
-def check_quantizer(cuda_arch, ieee_math, chunk=512):
+def check_quantizer(cuda_arch, ieee_division, ieee_int8, chunk=512):
     values = all_bf16("cuda").float()
     v = values[~torch.isnan(values)].contiguous()           # every bf16 value, +-inf included
     amax = torch.cat([v[v >= 0].unique(), torch.tensor([float("nan")], device="cuda")]).contiguous()
@@ -123,7 +129,8 @@ def check_quantizer(cuda_arch, ieee_math, chunk=512):
         a = amax[start:start + chunk]
         rows = a.numel()
         _quant_pairs_kernel[(rows, triton.cdiv(n_v, block))](
-            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, IEEE=ieee_math,
+            a, v, q_out, s_out, n_v, BLOCK=block, CUDA_ARCH=cuda_arch, IEEE_DIVISION=ieee_division,
+            IEEE_INT8=ieee_int8,
             enable_fp_fusion=False)
         q_ref, s_ref = quantize_like_reference(v[None, :], a[:, None])
         s_ref = s_ref[:, 0]
@@ -203,14 +210,13 @@ def main():
     major, minor = torch.cuda.get_device_capability()
     t0 = time.time()
     total = 0
-    for label, cuda_arch, ieee_math, _ in ARITHMETIC:
-        if "sigmoid IEEE" in label:
-            continue  # the same quantizer as the tl twin's
+    for label, cuda_arch, ieee_division, ieee_int8 in QUANTIZER_FORMS:
         cuda_arch = 10 * major + minor if cuda_arch is None else cuda_arch
-        name = f"quantizer_{label.replace(' ', '_')}"
-        result[name] = (check_quantizer(cuda_arch, ieee_math) if not args.skip_quantizer
+        name = f"quantizer_{label.replace(',', '').replace(' ', '_')}"
+        result[name] = (check_quantizer(cuda_arch, ieee_division, ieee_int8) if not args.skip_quantizer
                         else {"skipped": True, "scale_diffs": 0, "int8_diffs": 0})
-        print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE={ieee_math}):", result[name], flush=True)
+        print(f"scale and quantizer, {label} (CUDA_ARCH={cuda_arch}, IEEE division={ieee_division}, IEEE int8="
+              f"{ieee_int8}):", result[name], flush=True)
         total += result[name]["scale_diffs"] + result[name]["int8_diffs"]
     for label, cuda_arch, ieee_math, ieee_sigmoid in ARITHMETIC:
         cuda_arch = 10 * major + minor if cuda_arch is None else cuda_arch
