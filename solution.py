@@ -115,6 +115,13 @@ def _is_nan(v):
 
 
 @triton.jit
+def _finite(v):
+    """Where v is finite, from its bits (a NaN's sign is not specified): no float compare that a backend
+    must get right for NaN."""
+    return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) < 0x7F800000
+
+
+@triton.jit
 def _round_to_bf16(v, IEEE_BF16: tl.constexpr):
     """fp32 -> nearest-even bf16, returned as fp32. The IEEE form uses signed int32 only: the sum wraps as an
     unsigned one would, and -65536 is the mask 0xFFFF0000."""
@@ -304,7 +311,8 @@ def _int8_of_quotient(q, scale):
     conversion truncates on every backend. A NaN quotient needs a NaN or inf scale (a NaN or inf v makes
     its group's scale so), and in such a group every int8 is 0 (v / inf is 0 or NaN): so the group's
     scale, not each quotient, decides where the int8 is 0."""
-    return tl.where(scale <= _LARGEST_FINITE, q, 0.0).to(tl.int32).to(tl.int8)
+    return tl.where(_finite(scale), q, 0.0).to(tl.int32).to(tl.int8)
+
 
 
 # ---------------------------------------------------------------- NVIDIA-only pieces, each with its tl twin

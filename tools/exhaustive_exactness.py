@@ -1,6 +1,7 @@
 """GPU proof that the solution's arithmetic matches PyTorch's bit for bit, over whole input domains.
 
-Each check runs once per route variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
+The quantizer runs in every form a rung takes (QUANTIZER_FORMS, section 1); the other checks once per route
+variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
 = this GPU's) and with its tl twin (CUDA_ARCH = 0, the native rungs, which the probe proves on each
 device), the tl twin with the sigmoid in its IEEE form (a native rung whose probe found the division
 flushing), the IEEE arithmetic (every feature IEEE: the generic, plain and Ascend routes and the interpreter);

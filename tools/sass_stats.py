@@ -71,30 +71,48 @@ def ablation(routes):
             base = base or ops
             changed = sorted(((op, ops[op] - base[op]) for op in set(ops) | set(base) if ops[op] != base[op]),
                              key=lambda item: -abs(item[1]))[:8]
-            ieee = ", ".join(composition) or ("none" if solution.ROUTE_TABLE[route].native_math else "every feature")
-            print(f"{route} IEEE {ieee}: regs={regs} stack={stack} "
+            print(f"{route} IEEE {_ieee_label(route, composition)}: regs={regs} stack={stack} "
                   f"static SASS={sum(ops.values())} ({sum(ops.values()) - sum(base.values()):+d}) "
                   + " ".join(f"{op} {n:+d}" for op, n in changed), flush=True)
 
 
+def _ieee_label(route, composition):
+    return ", ".join(composition) or ("none" if solution.ROUTE_TABLE[route].native_math else "every feature")
+
+
 def main():
+    fused = [r for r in solution.ROUTES if not solution.ROUTE_TABLE[r].two_pass]
     p = argparse.ArgumentParser()
-    p.add_argument("--route", nargs="+", choices=solution.ROUTES, help="default: nvidia (with --ablation: "
-                   "the native and IEEE rungs this Triton has)")
+    p.add_argument("--route", nargs="+", choices=fused, help="a route of the fused kernel; default: nvidia (with "
+                   "--ablation: the native and IEEE rungs this Triton has)")
     p.add_argument("--ieee", nargs="*", default=[], choices=list(solution.IEEE_FEATURES), metavar="FEATURE",
                    help=f"features in the IEEE form: some of {list(solution.IEEE_FEATURES)}")
     p.add_argument("--ablation", action="store_true")
     p.add_argument("--settings", help="JSON LaunchSettings fields (default: the route's for 8192x4096)")
     p.add_argument("--dump")
     a = p.parse_args()
+    unavailable = [r for r in a.route or [] if not solution.route_available(r)]
+    if unavailable:
+        p.error(f"--route {unavailable}: this Triton ({triton.__version__}) has no tl.gather that compiles")
     if a.ablation:
+        if a.ieee or a.settings or a.dump:
+            p.error("--ablation compiles every composition at the routes' own settings: no --ieee, --settings "
+                    "or --dump with it")
         ablation(a.route or [r for r in ("native", "native_per_element", "generic", "generic_per_element")
                              if solution.route_available(r)])
         return
     if a.route and len(a.route) > 1:
         p.error("one --route without --ablation")
     route = a.route[0] if a.route else "nvidia"
-    settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
+    turnable = {f for composition in solution.route_compositions(route) for f in composition}
+    if set(a.ieee) - turnable:
+        can = (f"it can turn {sorted(turnable)}" if turnable else "its arithmetic is fixed (IEEE_FEATURES apply "
+               "to the native rungs that a probe proves)")
+        p.error(f"--ieee {sorted(set(a.ieee) - turnable)}: not a composition of the {route} route; {can}")
+    try:
+        settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
+    except (ValueError, TypeError) as exc:
+        p.error(f"--settings {a.settings!r}: {exc}; expected a JSON object of {list(solution.LaunchSettings._fields)}")
     k = compile_kernel(settings, route=route, ieee=a.ieee)
     settings = settings or solution.launch_settings("nvidia", 8192, 4096, 132, route)
     regs, stack, shared, sass = resources(k)
@@ -102,7 +120,7 @@ def main():
         Path(a.dump).write_text(sass)
     ops = opcodes(sass)
     total = sum(ops.values())
-    print(f"{route} IEEE {', '.join(a.ieee) or 'none'} {json.dumps(settings._asdict())}: regs={regs} "
+    print(f"{route} IEEE {_ieee_label(route, a.ieee)} {json.dumps(settings._asdict())}: regs={regs} "
           f"stack={stack} shared={shared} static SASS={total} (loop bodies counted once)")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}")

@@ -17,8 +17,9 @@ Writes into OUTDIR:
                           off for divisors in (1.5, 1.75).
 Each fault copy stands in for a chip whose toolchain has that one flaw: the probe should turn that one
 feature IEEE (solution.IEEE_FEATURES) and keep the rest native.
-Each change is appended to, or replaced once in, the solution's text: a change that no longer applies
-stops the tool with a one-line error rather than writing a copy that is not what its name says.
+Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
+fault_fma_split.py): a change that no longer applies stops the tool with a one-line error rather than
+writing a copy that is not what its name says.
 """
 import argparse
 import sys
@@ -74,8 +75,9 @@ def replaced_once(text, old, new, what, times=1):
     """text with old replaced by new, old expected `times` times (None: at least once)."""
     found = text.count(old)
     if (found != times) if times is not None else not found:
-        sys.exit(f"solution_copies.py: cannot make {what}: expected {old.strip()!r} "
-                 f"{'once' if times == 1 else 'in'} the solution, found it {found} times")
+        expected = "once" if times == 1 else f"{times} times" if times is not None else "at least once"
+        sys.exit(f"solution_copies.py: cannot make {what}: expected {old.strip()!r} {expected} in the solution, "
+                 f"found it {found} times")
     return text.replace(old, new)
 
 
