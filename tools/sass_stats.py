@@ -6,8 +6,8 @@ Usage: python tools/sass_stats.py [--route R] [--ieee FEATURE ...] [--settings J
 probe found them wrong. --ablation: for each route (default: the native and IEEE rungs this Triton has, the
 fused kernel's), every composition it can take
 (solution.route_compositions) against the all-native one: registers, stack, static SASS and the opcodes that
-change most. Static counts are not time: a loop body counts once, and a slow path that never runs (div_rn's
-subroutine) counts in full.
+change most, in all and in the kernel's body alone ("body": no subroutines, such as div_rn's slow path, though
+the calls' argument moves stay). Static counts are not time: a loop body counts once.
 Costs no device time: Triton compiles for a named target, its bundled nvdisasm disassembles.
 """
 import argparse
@@ -51,10 +51,15 @@ def resources(kernel, options=None):
     return usage["registers"], usage["stack"], kernel.metadata.shared, sass
 
 
-def opcodes(sass):
-    """Counter of a SASS listing's instructions by opcode."""
+def opcodes(sass, subroutines=True):
+    """Counter of a SASS listing's instructions by opcode; subroutines=False: the kernel's body only, up to its
+    last EXIT (the subroutines that follow it, such as div_rn's slow path, never run on normal operands)."""
+    lines = sass.splitlines()
+    if not subroutines:
+        last_exit = max((i for i, line in enumerate(lines) if re.search(r"\bEXIT\b", line)), default=len(lines))
+        lines = lines[:last_exit + 1]
     ops = collections.Counter()
-    for line in sass.splitlines():
+    for line in lines:
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?", line)
         if m:
             ops[m.group(1)] += 1
@@ -64,15 +69,18 @@ def opcodes(sass):
 def ablation(routes):
     """Per route, each composition's registers, stack and static SASS against the all-native one."""
     for route in routes:
-        base = None
+        base = base_body = None
         for composition in solution.route_compositions(route):
             regs, stack, _, sass = resources(compile_kernel(route=route, ieee=composition))
             ops = opcodes(sass)
             base = base or ops
             changed = sorted(((op, ops[op] - base[op]) for op in set(ops) | set(base) if ops[op] != base[op]),
                              key=lambda item: -abs(item[1]))[:8]
+            body = sum(opcodes(sass, subroutines=False).values())
+            base_body = base_body if base_body is not None else body
             print(f"{route} IEEE {_ieee_label(route, composition)}: regs={regs} stack={stack} "
-                  f"static SASS={sum(ops.values())} ({sum(ops.values()) - sum(base.values()):+d}) "
+                  f"static SASS={sum(ops.values())} ({sum(ops.values()) - sum(base.values()):+d}), "
+                  f"body {body} ({body - base_body:+d}) "
                   + " ".join(f"{op} {n:+d}" for op, n in changed), flush=True)
 
 
@@ -121,7 +129,8 @@ def main():
     ops = opcodes(sass)
     total = sum(ops.values())
     print(f"{route} IEEE {_ieee_label(route, a.ieee)} {json.dumps(settings._asdict())}: regs={regs} "
-          f"stack={stack} shared={shared} static SASS={total} (loop bodies counted once)")
+          f"stack={stack} shared={shared} static SASS={total} (loop bodies counted once), body "
+          f"{sum(opcodes(sass, subroutines=False).values())} (no subroutines)")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}")
 
