@@ -36,8 +36,8 @@ its probe found wrong on the device, an IEEE rung every one:
     every bf16 (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and
     by the probe (_probe_kernel) on any other device before a native route runs.
   * IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone:
-    round-to-nearest-even to bf16 on the bits, int8 as a truncation through int32,
-    0 in a group whose scale is NaN or inf, v / s as tl.math.div_rn (on Ascend the
+    round-to-nearest-even to bf16 on the bits, int8 as a truncation through int32
+    with NaN -> 0 (NaN found from the bits), v / s as tl.math.div_rn (on Ascend the
     operator /, its own divide). This is what the interpreter runs, so the CPU
     tests prove the arithmetic that vendor backends run.
 Both take the group max as an integer max of the magnitudes' bits (NaN's lie above
@@ -112,13 +112,6 @@ def _is_nan(v):
     """Where v is NaN, from its bits: a compare of v with itself finds no NaN where the vector compare is
     ordered (Ascend), and signed integers are what every backend supports."""
     return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
-
-
-@triton.jit
-def _finite(v):
-    """Where v is finite, from its bits (a NaN's sign is not specified): no float compare that a backend
-    must get right for NaN."""
-    return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) < 0x7F800000
 
 
 @triton.jit
@@ -288,9 +281,9 @@ def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.con
 
     No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127].
     The division: IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which
-    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32, 0 where the group's
-    scale is NaN or inf; native, the backend's cast (or PTX). A NaN or inf scale makes every quotient NaN
-    or 0, and a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
+    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32 with NaN made 0 from
+    its bits; native, the backend's cast (or PTX). A NaN or inf scale makes every quotient NaN or 0, and
+    a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
     (v, absmax) pair, in every form.
     """
     if IEEE_DIVISION:
@@ -300,19 +293,16 @@ def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.con
         rem = tl.fma(q0, -scale, v)  # not -q0: that would cost a subtraction per element
         q = tl.fma(rem, inv_scale, q0)
     if IEEE_INT8:
-        return _int8_of_quotient(q, scale)
+        return _int8_of_quotient(q)
     else:
         return _truncate_to_int8(q, CUDA_ARCH)
 
 
 @triton.jit
-def _int8_of_quotient(q, scale):
-    """int8(trunc(q)) for q = v / scale, |v| <= the group's absmax, NaN -> 0: in range a float -> int32
-    conversion truncates on every backend. A NaN quotient needs a NaN or inf scale (a NaN or inf v makes
-    its group's scale so), and in such a group every int8 is 0 (v / inf is 0 or NaN): so the group's
-    scale, not each quotient, decides where the int8 is 0."""
-    return tl.where(_finite(scale), q, 0.0).to(tl.int32).to(tl.int8)
-
+def _int8_of_quotient(q):
+    """int8(trunc(q)) for |q| < 128, NaN -> 0: in range a float -> int32 conversion truncates on every
+    backend; NaN is made 0 first, found from its bits."""
+    return tl.where(_is_nan(q), 0.0, q).to(tl.int32).to(tl.int8)
 
 
 # ---------------------------------------------------------------- NVIDIA-only pieces, each with its tl twin
@@ -557,7 +547,7 @@ def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr):
     cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
     if EXACT:
         scale = group_scale(group_absmax(v, 1))
-        return _int8_of_quotient(_divide(v, scale[:, None], NPU_DIVISION), scale[:, None]), scale
+        return _int8_of_quotient(_divide(v, scale[:, None], NPU_DIVISION)), scale
     else:
         scale = tl.maximum(tl.max(tl.abs(v), axis=1) / 127.0, 1e-10)
         return tl.minimum(tl.maximum(v / scale[:, None], -127.0), 127.0).to(tl.int8), scale
@@ -1156,8 +1146,7 @@ def _route(route):
 #     Triton 3.0-3.5 flush on NVIDIA), or by reciprocal_keeping_subnormals, which asks for none;
 #   bf16 rounding: the backend's fp32 -> bf16 cast, or nearest-even on the bits;
 #   division: the quantizer's v / s as Markstein's fma correction of v * (1/s), or div_rn;
-#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32 with 0 where the group's
-#     scale is NaN or inf (the only groups that hold NaN quotients).
+#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32 with NaN made 0 first.
 IEEE_FEATURES = {"sigmoid": "IEEE_SIGMOID", "bf16 rounding": "IEEE_BF16", "division": "IEEE_DIVISION",
                  "int8 conversion": "IEEE_INT8"}
 
