@@ -1,16 +1,13 @@
-"""The kernel as the GPU runs it: compiled for sm_90 on this CPU machine (no GPU needed)."""
-import os
+"""The kernel as the GPU runs it: compiled for sm_90 on this CPU machine (no GPU needed), by tools/sass_stats.py,
+whose static ablation lists every composition of a rung and whose bad arguments are one line each."""
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import triton
 
 import harness
-
-ROOT = Path(__file__).resolve().parents[1]
+import solution
+from fixtures.compiling_tools import run_tool
 # Measured stack bytes of the 8-warp, 80-register kernel: 16 on Triton 3.0 and 3.1, 80 on 3.2, 88 on 3.3,
 # 64 on 3.4, 0 on 3.5 and 3.6.
 SPILLS_BEFORE = (3, 5)
@@ -18,10 +15,7 @@ SPILLS_BEFORE = (3, 5)
 
 def _sass_stats(*args):
     """(registers, stack bytes) of the kernel compiled by tools/sass_stats.py with these arguments."""
-    # The interpreter replaces @triton.jit functions, so compile in a process without it.
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_stats.py"), *args],
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = run_tool("sass_stats.py", *args)
     assert out.returncode == 0, out.stderr
     return tuple(map(int, re.search(r"regs=(\d+) stack=(\d+)", out.stdout).groups()))
 
@@ -52,3 +46,27 @@ def test_kernel_fits_three_programs_per_sm_without_spilling(eight_warp_kernel):
 def test_sixteen_warp_settings_fit_two_programs_per_sm_without_spilling():
     regs, stack = _sass_stats("--settings", '{"num_warps": 16, "chunk": 32, "y_chunk": 64, "maxnreg": 64}')
     assert regs <= 64 and stack == 0, (regs, stack)  # 2 programs x 512 threads x 64 registers = 64K
+
+
+def test_the_ablation_compiles_every_composition_of_the_rung():
+    out = run_tool("sass_stats.py", "--ablation", "--route", "native_per_element")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    compositions = solution.route_compositions("native_per_element")
+    assert len(lines) == len(compositions)
+    assert lines[0].startswith("native_per_element IEEE none: regs=") and "(+0)" in lines[0]
+    for line, composition in zip(lines[1:], compositions[1:]):
+        assert line.startswith(f"native_per_element IEEE {', '.join(composition)}: regs=")
+        assert re.search(r"regs=\d+ stack=\d+ static SASS=\d+ \([+-]\d+\)", line)
+
+
+def test_bad_arguments_are_one_line_each():
+    for args, words in ((["--route", "plain"], "invalid choice"),
+                        (["--route", "generic", "--ieee", "division"], "its arithmetic is fixed"),
+                        (["--route", "native", "--ieee", "sigmoid"], "not a composition of the native route"),
+                        (["--ablation", "--ieee", "division"], "no --ieee, --settings or --dump"),
+                        (["--settings", "{bad"], "expected a JSON object of"),
+                        (["--settings", '{"warps": 8}'], "expected a JSON object of"),
+                        (["--route", "native", "nvidia"], "one --route without --ablation")):
+        out = run_tool("sass_stats.py", *args)
+        assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)

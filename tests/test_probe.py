@@ -16,7 +16,7 @@ import solution
 
 sys.path.insert(0, str(harness.ROOT / "tools"))
 
-from fixtures.native_arithmetic import ORIGINAL_FMA, exact_cast, install
+from fixtures.native_arithmetic import ORIGINAL_FMA, exact_cast, portable_interpreter
 
 pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the faults are injected into the interpreter")
 
@@ -24,12 +24,7 @@ pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the faults are 
 @pytest.fixture
 def native_interpreter(monkeypatch):
     """A fresh device whose ladder is the portable one, on an interpreter whose native arithmetic is exact."""
-    install(monkeypatch)
-    monkeypatch.setattr(solution, "BACKENDS", {**solution.BACKENDS, "interpreter": solution.BACKENDS["interpreter"]
-                                               ._replace(routes=solution.BACKENDS["unknown"].routes)})
-    monkeypatch.delenv(solution.ROUTE_ENV, raising=False)
-    monkeypatch.setattr(solution, "_devices", {})
-    monkeypatch.setattr(solution, "PROBE_SIZE", {**solution.PROBE_SIZE, "EXPONENT_STEP": 64})
+    portable_interpreter(monkeypatch, solution)
     return monkeypatch
 
 

@@ -1,17 +1,11 @@
 """tools/ptx_diff.py: a file against itself is identical (exit 0) on its default shapes, and bad arguments are one
 line each."""
-import os
-import subprocess
-import sys
-
 import harness
-
-TOOL = str(harness.ROOT / "tools" / "ptx_diff.py")
-ENV = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # it compiles, not interprets
+from fixtures.compiling_tools import run_tool
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, TOOL, *args], env=ENV, capture_output=True, text=True, timeout=900)
+    return run_tool("ptx_diff.py", *args)
 
 
 def test_the_solution_against_itself_is_identical_on_the_default_shapes():

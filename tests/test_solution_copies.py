@@ -12,7 +12,7 @@ import solution
 sys.path.insert(0, str(harness.ROOT / "tools"))
 
 import solution_copies  # noqa: E402
-from fixtures.native_arithmetic import install  # noqa: E402
+from fixtures.native_arithmetic import portable_interpreter  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the copies run under the interpreter")
 
@@ -41,17 +41,12 @@ def test_every_fault_copy_is_made():
 def test_the_fault_turns_its_feature_alone_ieee(name, copies, monkeypatch):
     route, feature, check = FAULTS[name]
     copy = harness.load_solution(copies / name, name=f"fault_copy_{name[:-3]}")
-    install(monkeypatch)
-    monkeypatch.setattr(copy, "BACKENDS", {**copy.BACKENDS, "interpreter": copy.BACKENDS["interpreter"]._replace(
-        routes=copy.BACKENDS["nvidia"].routes)})  # the copy's NVIDIA ladder: the portable one
-    monkeypatch.setattr(copy, "PROBE_SIZE", {**copy.PROBE_SIZE, "EXPONENT_STEP": 64})
+    portable_interpreter(monkeypatch, copy)
     x, gy = harness.make_inputs(128, 128, seed=5, family="specials")
     ieee = harness.new_outputs(128, 128)
-    monkeypatch.setattr(copy, "_devices", {})
     with harness.route_forced("generic" if route == "native" else "generic_per_element"):
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *ieee)
-    monkeypatch.setattr(copy, "_devices", {})
-    monkeypatch.delenv(copy.ROUTE_ENV, raising=False)
+    monkeypatch.setattr(copy, "_devices", {})  # a fresh device, the route left to its ladder
     out = harness.new_outputs(128, 128)
     with pytest.warns(RuntimeWarning, match=rf"runs its {feature} in the IEEE form: its probe found \d+ "
                                             rf"differences from IEEE arithmetic in {check}"):

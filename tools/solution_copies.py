@@ -56,18 +56,22 @@ def _split_fma(a, b, c):
     """fma as a multiply and an add, each rounded (solution_copies.py)."""
     return a * b + c
 '''
-# (old text, new text, how many times old must appear): the native forms' lines in the solution.
-FAULTS = {
-    "fault_bf16_truncation.py": [
-        ("        return v.to(tl.bfloat16).to(tl.float32)\n",
-         "        return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n", 1),
-        ("        return v.to(tl.bfloat16)\n", "        return _round_to_bf16(v, IEEE_BF16).to(tl.bfloat16)\n", 1)],
-    "fault_fma_split.py": [("tl.fma(", "_split_fma(", None)],
-    "fault_nan_int8.py": [
-        ("        return q.to(tl.int8)\n", "        return tl.where(_is_nan(q), -128.0, q).to(tl.int8)\n", 1)],
-    "fault_sigmoid_ulp.py": [
-        (NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
-                          "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)],
+# name: ([(old text, new text, how many times old must appear (None: at least once))], text appended): each copy
+# is portable.py with the native forms' lines edited.
+EDITED = {
+    "flushing_division.py": (
+        [(NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d))\n", 1)], TABLE_OFF + FLUSH),
+    "fault_bf16_truncation.py": (
+        [("        return v.to(tl.bfloat16).to(tl.float32)\n",
+          "        return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n", 1),
+         ("        return v.to(tl.bfloat16)\n", "        return _round_to_bf16(v, IEEE_BF16).to(tl.bfloat16)\n", 1)],
+        ""),
+    "fault_fma_split.py": ([("tl.fma(", "_split_fma(", None)], SPLIT_FMA),
+    "fault_nan_int8.py": (
+        [("        return q.to(tl.int8)\n", "        return tl.where(_is_nan(q), -128.0, q).to(tl.int8)\n", 1)], ""),
+    "fault_sigmoid_ulp.py": (
+        [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
+                           "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
 }
 
 
@@ -84,16 +88,12 @@ def replaced_once(text, old, new, what, times=1):
 def copies(solution_text):
     """{file name: text} of every copy."""
     portable = solution_text + PORTABLE
-    flushing = replaced_once(portable, NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d))\n",
-                             "flushing_division.py") + TABLE_OFF + FLUSH
-    made = {"portable.py": portable, "mthreads_settings.py": portable + MTHREADS_SETTINGS,
-            "flushing_division.py": flushing}
-    for name, edits in FAULTS.items():
+    made = {"portable.py": portable, "mthreads_settings.py": portable + MTHREADS_SETTINGS}
+    for name, (edits, appended) in EDITED.items():
         text = portable
         for old, new, times in edits:
             text = replaced_once(text, old, new, name, times)
-        made[name] = text + (SPLIT_FMA if name == "fault_fma_split.py" else "") + (
-            TABLE_OFF if name == "fault_sigmoid_ulp.py" else "")
+        made[name] = text + appended
     return made
 
 
