@@ -25,7 +25,8 @@ order, absmax * fp32(1/127) for the scale (PyTorch divides by a scalar through
 its reciprocal), and v / s rounded as IEEE division.
 The sigmoid is read from a table of its value for every bf16 gate magnitude in
 [2**-25, 127.5] (both signs), filled once per device by _sigmoid_table_kernel,
-where tl.gather works; elsewhere it is computed per element by the same function.
+where tl.gather works; elsewhere it is computed per element by the same function
+(in its IEEE form reading the three subnormal values from the table).
 
 Two kinds of exact arithmetic, one set of helpers, each feature's form (the
 sigmoid per element, bf16 rounding, the quantizer's division, its int8 conversion)
@@ -36,17 +37,19 @@ its probe found wrong on the device, an IEEE rung every one:
     every bf16 (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and
     by the probe (_probe_kernel) on any other device before a native route runs.
   * IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone:
-    round-to-nearest-even to bf16 on the bits, int8 as a truncation through int32
-    with NaN -> 0 (NaN found from the bits), v / s as tl.math.div_rn (on Ascend the
-    operator /, its own divide). This is what the interpreter runs, so the CPU
+    round-to-nearest-even to bf16 on the bits (a group's NaN kept in its max, not in
+    each element: grad_groups), int8 as a truncation through int32, 0 where the
+    group's scale is NaN or inf (both found from the bits), v / s as tl.math.div_rn
+    (on Ascend the operator /, its own divide). This is what the interpreter runs, so the CPU
     tests prove the arithmetic that vendor backends run.
 Both take the group max as an integer max of the magnitudes' bits (NaN's lie above
 inf's), and assume IEEE fp32 add, multiply and div_rn of normal numbers, and an
 exp equal to the one the backend's torch.sigmoid uses (libdevice's where it
 exists; tl.exp on Ascend and under the interpreter, where libdevice is missing).
-The sigmoid per element divides with div_rn in the native form; its IEEE form
-(reciprocal_keeping_subnormals) never asks a division for a subnormal quotient,
-which Triton 3.0-3.5 flush on NVIDIA (gates -87.5 to -88.5).
+The sigmoid per element divides with div_rn in the native form; its IEEE form never
+asks a division for a subnormal quotient, which Triton 3.0-3.5 flush on NVIDIA:
+the three gates whose sigmoid is subnormal (-87.5 to -88.5) read the table, filled
+by reciprocal_keeping_subnormals, and the two-pass rungs compute that directly.
 The last rung of every ladder (tolerant) is not exact: it computes as the
 reference is written, with the backend's exp, division and casts.
 
@@ -78,7 +81,7 @@ route_compositions, route_available, route_for, ladder_for, LaunchSettings,
 launch_settings, KernelLaunch, launch_plan, launch, PER_DEVICE_LAUNCHES, PROBE_CHECKS,
 PROBE_SIZE, KernelFailure, resident_programs, the math helpers sigmoid,
 reciprocal_keeping_subnormals, reciprocal_native, sigmoid_lookup, silu_mul_fwd_bwd,
-group_absmax, group_scale and quantize, and the memory helpers store_scales and
+grad_groups, group_absmax, group_scale and quantize, and the memory helpers store_scales and
 discard_from_l2.
 PERF_NOTES.md tells the design history.
 """
@@ -115,15 +118,27 @@ def _is_nan(v):
 
 
 @triton.jit
+def _finite(v):
+    """Where v is neither inf nor NaN, from its bits (as _is_nan)."""
+    return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) < 0x7F800000
+
+
+@triton.jit
 def _round_to_bf16(v, IEEE_BF16: tl.constexpr):
-    """fp32 -> nearest-even bf16, returned as fp32. The IEEE form uses signed int32 only: the sum wraps as an
-    unsigned one would, and -65536 is the mask 0xFFFF0000."""
+    """fp32 -> nearest-even bf16, returned as fp32, NaN kept."""
     if IEEE_BF16:
-        bits = v.to(tl.int32, bitcast=True)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
-        return tl.where(_is_nan(v), v, rounded)  # a NaN's payload could carry into the sign bit
+        return tl.where(_is_nan(v), v, _round_bits_to_bf16(v))
     else:
         return v.to(tl.bfloat16).to(tl.float32)
+
+
+@triton.jit
+def _round_bits_to_bf16(v):
+    """fp32 -> nearest-even bf16 on the bits, returned as fp32, for every v but NaN: a NaN's payload can
+    carry into its sign bit or leave inf. Signed int32 only: the sum wraps as an unsigned one would, and
+    -65536 is the mask 0xFFFF0000."""
+    bits = v.to(tl.int32, bitcast=True)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -205,6 +220,9 @@ def reciprocal_native(d):
     return tl.math.div_rn(1.0, d)
 
 
+# The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is
+# subnormal. Below them it is normal; from 89 on exp overflows and sigmoid(-gate) is 1 / inf = 0.
+_SUBNORMAL_SIGMOID_GATES = tl.constexpr(0x42AF)
 _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
@@ -232,7 +250,8 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
     3.4+). The magnitude's bits are clamped to the table's range with integer min/max, so +-inf read
     the ends (sigmoid 1 and 0, as torch gives) and NaN reads some entry (the gate itself then makes
     every output NaN). Otherwise each element's sigmoid is computed: the same function that filled
-    the table, so the same value.
+    the table, so the same value; in the IEEE form (IEEE_SIGMOID) its division by div_rn, whose quotient
+    is normal for every bf16 gate but three, and those three read from the table (_SUBNORMAL_SIGMOID_GATES).
     """
     if SIGMOID_TABLE:
         bits = gate.to(tl.uint32, bitcast=True)
@@ -240,20 +259,40 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
         idx = (2 * (magnitude - LUT_LO) + (bits >> 31)).to(tl.int32)
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
+    elif IEEE_SIGMOID:
+        sig = tl.math.div_rn(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE))
+        for i in tl.static_range(3):  # gates -87.5, -88 and -88.5, the negative entries of their magnitudes
+            subnormal = tl.load(table_ptr + (2 * (_SUBNORMAL_SIGMOID_GATES + i - LUT_LO) + 1))
+            sig = tl.where(gate == -87.5 - 0.5 * i, subnormal, sig)
+        return sig
     else:
         return sigmoid(gate, NO_LIBDEVICE, IEEE_SIGMOID, CUDA_ARCH)
 
 
 @triton.jit
 def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16: tl.constexpr):
-    """y, d_gate, d_up in the reference's operation order, each rounded to bf16: y as bf16 (it is only
-    stored), d_gate and d_up held in fp32 (they are reduced and quantized)."""
+    """y, d_gate, d_up in the reference's operation order: y rounded to bf16 (it is only stored), d_gate and
+    d_up in fp32, not yet rounded (grad_groups rounds them with their groups' absmax)."""
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
     d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
-    return (_to_bf16(y, IEEE_BF16), _round_to_bf16(d_gate, IEEE_BF16),
-            _round_to_bf16(d_up, IEEE_BF16))
+    return _to_bf16(y, IEEE_BF16), d_gate, d_up
+
+
+@triton.jit
+def grad_groups(d, IEEE_BF16: tl.constexpr):
+    """(d rounded to bf16, as fp32; the absmax of each group along the last axis of the rounded values, NaN
+    where a group holds NaN, as group_absmax). The IEEE form finds the NaN once a group instead of once an
+    element: rounding to nearest is monotone in the magnitude, so the max of the rounded magnitudes is the
+    rounded max of the raw ones, and the raw bits' integer max keeps NaN above inf. A NaN element's own
+    rounding may then come out as anything, but its group's scale is NaN and quantize makes every int8 of
+    that group 0 whatever the value."""
+    if IEEE_BF16:
+        return _round_bits_to_bf16(d), _round_to_bf16(group_absmax(d, 1), True)
+    else:
+        rounded = _round_to_bf16(d, False)
+        return rounded, group_absmax(rounded, 1)
 
 
 @triton.jit
@@ -281,9 +320,9 @@ def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.con
 
     No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127].
     The division: IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which
-    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32 with NaN made 0 from
-    its bits; native, the backend's cast (or PTX). A NaN or inf scale makes every quotient NaN or 0, and
-    a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
+    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32, 0 where the scale is
+    NaN or inf (_int8_of_quotient); native, the backend's cast (or PTX). A NaN or inf scale makes every
+    quotient NaN or 0, and a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
     (v, absmax) pair, in every form.
     """
     if IEEE_DIVISION:
@@ -293,16 +332,18 @@ def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.con
         rem = tl.fma(q0, -scale, v)  # not -q0: that would cost a subtraction per element
         q = tl.fma(rem, inv_scale, q0)
     if IEEE_INT8:
-        return _int8_of_quotient(q)
+        return _int8_of_quotient(q, scale)
     else:
         return _truncate_to_int8(q, CUDA_ARCH)
 
 
 @triton.jit
-def _int8_of_quotient(q):
-    """int8(trunc(q)) for |q| < 128, NaN -> 0: in range a float -> int32 conversion truncates on every
-    backend; NaN is made 0 first, found from its bits."""
-    return tl.where(_is_nan(q), 0.0, q).to(tl.int32).to(tl.int8)
+def _int8_of_quotient(q, scale):
+    """int8(trunc(q)) for q a quotient of its group's values by the group's scale: |q| < 128 where the
+    scale is finite, and there a float -> int32 conversion truncates on every backend. Where the scale is
+    NaN or inf every quotient is NaN or 0 (v / inf), and PyTorch's cast makes a NaN 0: so 0, decided once
+    a group from the scale's bits rather than an element at a time."""
+    return tl.where(_finite(scale), q, 0.0).to(tl.int32).to(tl.int8)
 
 
 # ---------------------------------------------------------------- NVIDIA-only pieces, each with its tl twin
@@ -388,8 +429,10 @@ def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows,
     sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
-    s_gate = group_scale(group_absmax(d_gate, 1))
-    s_up = group_scale(group_absmax(d_up, 1))
+    d_gate, absmax_gate = grad_groups(d_gate, IEEE_BF16)
+    d_up, absmax_up = grad_groups(d_up, IEEE_BF16)
+    s_gate = group_scale(absmax_gate)
+    s_up = group_scale(absmax_up)
     q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_DIVISION, IEEE_INT8,
                       CUDA_ARCH)
     q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
@@ -541,13 +584,14 @@ def _two_pass_sigmoid(gate, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU
 
 
 @triton.jit
-def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr):
-    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values). EXACT: as
-    quantize's IEEE form; else as the reference writes it: max(max|v| / 127, 1e-10), v / s clamped and
-    cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
+def _quantize_rows(v, absmax, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr):
+    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values), absmax the
+    rows' (group_absmax or grad_groups). EXACT: as quantize's IEEE form; else as the reference writes it:
+    max(max|v| / 127, 1e-10), v / s clamped and cast (tl.max drops NaN, and the division may not be IEEE:
+    not byte-exact)."""
     if EXACT:
-        scale = group_scale(group_absmax(v, 1))
-        return _int8_of_quotient(_divide(v, scale[:, None], NPU_DIVISION)), scale
+        scale = group_scale(absmax)
+        return _int8_of_quotient(_divide(v, scale[:, None], NPU_DIVISION), scale[:, None]), scale
     else:
         scale = tl.maximum(tl.max(tl.abs(v), axis=1) / 127.0, 1e-10)
         return tl.minimum(tl.maximum(v / scale[:, None], -127.0), 127.0).to(tl.int8), scale
@@ -573,7 +617,7 @@ def _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups,
                       NPU_DIVISION: tl.constexpr):
     """Quantizes y_t (channels x tokens, fp32: one token group of each channel), stores its int8 and returns
     the tile of scales s_y with the group's in column g."""
-    q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION)
+    q, s = _quantize_rows(y_t, group_absmax(y_t, 1), EXACT, NPU_DIVISION)
     tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
     return _with_column(s_y, s, g, groups)
 
@@ -612,9 +656,11 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, M, H, stride_x,
             gy = tl.load(grad_y_ptr + tokens[:, None] * stride_gy + cols[None, :]).to(tl.float32)
             _, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, _two_pass_sigmoid(gate, EXACT, NO_LIBDEVICE,
                                                                                 NPU_DIVISION), EXACT)
-            q_gate, s = _quantize_rows(d_gate, EXACT, NPU_DIVISION)
+            d_gate, absmax = grad_groups(d_gate, EXACT)
+            q_gate, s = _quantize_rows(d_gate, absmax, EXACT, NPU_DIVISION)
             s_gate = _with_column(s_gate, s, g, groups)
-            q_up, s = _quantize_rows(d_up, EXACT, NPU_DIVISION)
+            d_up, absmax = grad_groups(d_up, EXACT)
+            q_up, s = _quantize_rows(d_up, absmax, EXACT, NPU_DIVISION)
             s_up = _with_column(s_up, s, g, groups)
             q_offs = tokens[:, None] * stride_gq + cols[None, :]
             tl.store(grad_q_ptr + q_offs, q_gate)
@@ -686,11 +732,12 @@ _INFINITY = tl.constexpr(float("inf"))
 PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
 # The probe's size, as constexprs: ROWS x 128 inputs a program; the quantizer's absmax values, every
 # EXPONENT_STEP-th fp32 exponent (and 255) with ABSMAX_PER_EXPONENT mantissas; rows of the pipeline
-# check. Under the interpreter (numpy, ~1000x slower) fewer and larger programs over a sparser set: every
-# bf16 gate, v and high half still, 8 absmax exponents and 128 rows.
-PROBE_SIZE = ({"ROWS": 128, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 128}
-              if _INTERPRET else
-              {"ROWS": 8, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024})
+# check. On a device 33,152 programs, within the smallest grid dimension of a backend whose ladder probes
+# (65,535). Under the interpreter (numpy, ~1000x slower) fewer and larger programs over a sparser set:
+# every bf16 gate, v and high half still, 8 absmax exponents and 128 rows.
+_PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
+_PROBE_SIZE_INTERPRETED = {"ROWS": 128, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 128}
+PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
 _PROBE_LOW_HALVES = (0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF)  # then two hashed ones
 
 
@@ -823,8 +870,10 @@ def _probe_pipeline(gate, up, gy, sig, IEEE_BF16: tl.constexpr, IEEE_DIVISION: t
     d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
     y = y.to(tl.float32)
-    s_gate = group_scale(group_absmax(d_gate, 1))
-    s_up = group_scale(group_absmax(d_up, 1))
+    d_gate, absmax_gate = grad_groups(d_gate, IEEE_BF16)
+    d_up, absmax_up = grad_groups(d_up, IEEE_BF16)
+    s_gate = group_scale(absmax_gate)
+    s_up = group_scale(absmax_up)
     s_y = group_scale(group_absmax(y, 1))
     q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE_DIVISION, IEEE_INT8,
                       CUDA_ARCH)
@@ -970,7 +1019,7 @@ ROUTE_TABLE = {r.name: r for r in (
     Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32),
     Route("native_per_element", native_math=True, sigmoid_table=False, threads=512),
     Route("generic", native_math=False, sigmoid_table=True),
-    Route("generic_per_element", native_math=False, sigmoid_table=False, chunk=16),
+    Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512),
     # The last exact rung: two kernels of loads, stores, IEEE arithmetic and reductions along the last
     # axis, with no scratch, gather, inline asm, vendor option or barrier.
     Route("plain", native_math=False, sigmoid_table=False, two_pass=True, y_chunk=32),
@@ -1107,9 +1156,9 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     Every other route: its record's threads (fewer where the backend allows fewer, or the backend's
     warps), slices and y rows (capped where the backend caps them), no register cap. The native rung
     reads y back in 32-channel rows, the native rung with the sigmoid per element runs 512 threads (its
-    temporaries at 256 took 160 registers, one program an SM), the IEEE one 16-token slices (the IEEE
-    reciprocal is longer still). A persistent route launches sm_count * resident programs where both
-    are known (fewer programs idle SMs, more wait for a free one and then run their tiles late); a
+    temporaries at 256 took 160 registers, one program an SM), and so does the IEEE one (at 256 threads
+    it ran 1.57x the nvidia route's time, at 512 1.42x: PERF_NOTES.md, fourteenth round). A persistent
+    route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait for a free one and then run their tiles late); a
     persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
     advise for vector-only kernels.
     """
@@ -1130,6 +1179,13 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
                           programs=programs)
 
 
+def _ieee_sigmoid_per_element(route, ieee):
+    """Whether a route's fused kernel computes the sigmoid per element in its IEEE form (with the features
+    `ieee` IEEE on this device), which reads the three subnormal sigmoids from the table (sigmoid_lookup)."""
+    route = _route(route)
+    return not route.sigmoid_table and not route.two_pass and _route_constexprs(route, 0, ieee)["IEEE_SIGMOID"]
+
+
 def _route(route):
     """The Route record of a route name (or record); a ValueError for a name that is none."""
     if isinstance(route, Route):
@@ -1143,10 +1199,11 @@ def _route(route):
 # rung runs each natively where its probe proves it, and in the IEEE form where the probe finds it wrong
 # (ieee_features_for); an IEEE rung runs every one IEEE.
 #   sigmoid: the sigmoid per element, divided by div_rn (whose subnormal quotients, gates -87.5 to -88.5,
-#     Triton 3.0-3.5 flush on NVIDIA), or by reciprocal_keeping_subnormals, which asks for none;
-#   bf16 rounding: the backend's fp32 -> bf16 cast, or nearest-even on the bits;
+#     Triton 3.0-3.5 flush on NVIDIA), or by div_rn with those three gates read from the table;
+#   bf16 rounding: the backend's fp32 -> bf16 cast, or nearest-even on the bits (NaN in the group max);
 #   division: the quantizer's v / s as Markstein's fma correction of v * (1/s), or div_rn;
-#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32 with NaN made 0 first.
+#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32, 0 where the group's scale
+#     is NaN or inf.
 IEEE_FEATURES = {"sigmoid": "IEEE_SIGMOID", "bf16 rounding": "IEEE_BF16", "division": "IEEE_DIVISION",
                  "int8 conversion": "IEEE_INT8"}
 
@@ -1236,7 +1293,8 @@ PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False, resident=None, ieee=()):
     """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
-    (once per device, on a table route), "probe" (once per device, where Route.probed) and "main"; on a
+    (once per device, on a table route, or where the sigmoid per element runs IEEE and reads three
+    entries), "probe" (once per device, where Route.probed) and "main"; on a
     two-pass route "grad" and "y". ieee: the route's features that run in their IEEE form on this device
     (IEEE_FEATURES). The launcher below launches exactly these. A ValueError if a grid exceeds the
     backend's."""
@@ -1251,7 +1309,7 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
     launches = []
-    if route.sigmoid_table:
+    if route.sigmoid_table or _ieee_sigmoid_per_element(route, ieee):
         launches.append(KernelLaunch(
             "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
             {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},

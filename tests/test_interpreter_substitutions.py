@@ -140,6 +140,38 @@ def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
 
 
 @triton.jit
+def _per_element_ieee_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + offs)
+    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True,
+                                                     False, True, 0))
+
+
+def test_the_ieee_sigmoid_per_element_reads_the_three_subnormal_ones_from_the_table():
+    """sigmoid_lookup per element in the IEEE form divides with div_rn and reads the gates whose sigmoid is
+    subnormal from the table: the same bits as the direct IEEE sigmoid for every bf16 gate but NaN. With the
+    table's three entries marked, exactly those gates come out marked."""
+    gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
+    table = torch.empty(2 * LUT_N, dtype=torch.float32)
+    TABLE.kernel[TABLE.grid](table, **TABLE.constexprs, **TABLE.options)
+    direct, per_element = torch.empty_like(gates), torch.empty_like(gates)
+    _run(_sigmoid_kernel, gates, direct)
+    _per_element_ieee_kernel[(gates.numel() // 4096,)](gates, table, per_element, BLOCK=4096)
+    not_nan = ~torch.isnan(gates)
+    differ = (direct.view(torch.int32) != per_element.view(torch.int32)) & not_nan
+    assert int(differ.sum()) == 0, gates[differ][:10]
+    subnormal = (direct != 0) & (direct.abs() < 2.0**-126)
+    assert gates[subnormal].tolist() == [-87.5, -88.0, -88.5]
+    lut_lo = TABLE.constexprs["LUT_LO"]
+    entries = [2 * (bits - lut_lo) + 1 for bits in (0x42AF, 0x42B0, 0x42B1)]
+    table[entries] = torch.tensor([1.0, 2.0, 3.0])
+    _per_element_ieee_kernel[(gates.numel() // 4096,)](gates, table, per_element, BLOCK=4096)
+    marked = per_element >= 1.0
+    assert gates[marked & (gates < 0)].tolist() == [-87.5, -88.0, -88.5]
+    assert per_element[marked & (gates < 0)].tolist() == [1.0, 2.0, 3.0]
+
+
+@triton.jit
 def _absmax_kernel(v_ptr, out_ptr, GROUP: tl.constexpr):
     rows = tl.program_id(0) * 4 + tl.arange(0, 4)
     v = tl.load(v_ptr + rows[:, None] * GROUP + tl.arange(0, GROUP)[None, :])
@@ -158,3 +190,35 @@ def test_group_absmax_keeps_nan_as_torch_amax():
     assert torch.equal(out.isnan(), expected.isnan())
     assert torch.equal(out.nan_to_num(nan=1.0), expected.nan_to_num(nan=1.0))
     assert int(expected.isnan().sum()) == 3
+
+
+@triton.jit
+def _grad_groups_kernel(v_ptr, rounded_ptr, absmax_ptr, GROUP: tl.constexpr):
+    rows = tl.program_id(0) * 4 + tl.arange(0, 4)
+    offs = rows[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+    rounded, absmax = solution.grad_groups(tl.load(v_ptr + offs), True)
+    tl.store(rounded_ptr + offs, rounded)
+    tl.store(absmax_ptr + rows, absmax)
+
+
+def test_grad_groups_keeps_a_groups_nan_in_its_max_and_rounds_every_other_element():
+    """The IEEE form rounds each element with no NaN test and finds NaN in the group's max: every element but
+    NaN rounds as torch's bf16 cast, and every group's max is the max of the rounded magnitudes, NaN where a
+    NaN is in the group, whatever its payload (the canonical 0x7FFFFFFF carries into the sign bit when
+    rounded alone, 0x7F800001 leaves inf)."""
+    gen = torch.Generator().manual_seed(34)
+    v = torch.randn(16, 128, generator=gen) * torch.exp(torch.randn(16, 128, generator=gen) * 8)
+    bits = v.view(torch.int32)
+    bits[0, :8] = torch.tensor([0x3F808000, 0x3F818000, 0x3F807FFF, 0x7F7FFFFF, 0x7F7F8000, 0x00008000,
+                                0x7F800000, -0x00800000], dtype=torch.int32)  # ties, max float, subnormal, +-inf
+    for row, payload in ((1, 0x7FFFFFFF), (2, 0x7F800001), (3, -0x00000001), (4, 0x7FC00000)):
+        bits[row, 17] = payload  # NaNs; row 5 holds inf and a NaN
+    bits[5, 3], bits[5, 90] = 0x7F800000, 0x7FFFFFFF
+    rounded, absmax = torch.empty(16, 128), torch.empty(16)
+    _grad_groups_kernel[(4,)](v, rounded, absmax, GROUP=128)
+    expected = v.to(torch.bfloat16).float()
+    not_nan = ~v.isnan()
+    assert torch.equal(rounded.view(torch.int32)[not_nan], expected.view(torch.int32)[not_nan])
+    expected_max = expected.abs().amax(dim=1)
+    assert torch.equal(absmax.isnan(), expected_max.isnan()) and int(absmax.isnan().sum()) == 5
+    assert torch.equal(absmax.nan_to_num(nan=1.0).view(torch.int32), expected_max.nan_to_num(nan=1.0).view(torch.int32))

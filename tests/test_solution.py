@@ -146,7 +146,7 @@ def test_other_routes_take_their_records_threads_within_the_backends_and_no_regi
             settings = solution.launch_settings(name, 2048, 4096, 132, route=route, warp_size=warp_size)
             threads = min(record.threads, solution.BACKENDS[name].max_threads)
             assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
-            assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk)
+            assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk), (name, route)
     assert solution.launch_settings("metax", 2048, 4096, route="native_per_element").num_warps * 64 == 512
     assert solution.launch_settings("nvidia", 2048, 4096, route="generic").maxnreg is None
     with pytest.raises(ValueError, match="unknown route 'cuda'"):
@@ -224,12 +224,24 @@ def test_backends_are_recognised_by_device_type_target_and_name(device_type, tar
     assert solution.backend_for(device_type, target, name).name == expected
 
 
+def test_the_probe_on_a_device_fits_the_grid_of_every_backend_that_probes():
+    """The device-sized probe is one launch of one grid dimension: it must fit the smallest first grid
+    dimension of any backend whose ladder holds a probed route (the unknown backend's 65,535: a probe of 66,304
+    programs there made every first call raise)."""
+    programs = sum(solution._probe_programs_per_check(solution._PROBE_SIZE_ON_DEVICE))
+    probing = [b for b in solution.BACKENDS.values() if any(solution.ROUTE_TABLE[r].probed for r in b.routes)]
+    assert {b.name for b in probing} >= {"unknown", "nvidia", "hygon", "iluvatar", "thead", "metax", "mthreads"}
+    assert programs == 33152 and all(programs <= b.max_grid[0] for b in probing), programs
+
+
 def test_routes_take_their_features():
     for name, backend in solution.BACKENDS.items():
         for route_name in backend.routes:
             route = solution.ROUTE_TABLE[route_name]
             plan = solution.launch_plan(backend, 1024, 2560, route=route_name, arch=90, sm_count=132)
-            assert ("sigmoid_table" in plan) is route.sigmoid_table, (name, route_name)
+            # the table is filled where it is gathered, and where the sigmoid per element runs IEEE (it reads three)
+            reads_table = route.sigmoid_table or (not route.native_math and not route.two_pass)
+            assert ("sigmoid_table" in plan) is reads_table, (name, route_name)
             assert ("probe" in plan) is route.probed is (route.native_math and not route.ptx), (name, route_name)
             if route.two_pass:
                 assert list(plan) == ["grad", "y"]
@@ -393,10 +405,12 @@ def test_row_strided_views_give_the_same_bytes_and_leave_the_padding_alone():
         assert (buf[:, expected.shape[1]:] == 5).all()
 
 
-def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384):
+def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384, then=lambda: None):
+    """The differing bytes of the route forced against the default one's, `then` called between the two."""
     x, gy = harness.make_inputs(M, H, seed=8, family="heavy")
     expected = harness.new_outputs(M, H)
     solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *expected)
+    then()
     _force_route(monkeypatch, route)
     out = harness.new_outputs(M, H)
     solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
@@ -405,9 +419,12 @@ def _same_bytes_as_the_default_launch(monkeypatch, route, M=256, H=384):
 
 @pytest.mark.parametrize("route", ["plain", "ascend_columns"])
 def test_a_two_pass_grid_of_fewer_programs_than_tiles_writes_the_same_bytes(route, monkeypatch):
-    # At most 5 programs (the backend's grid cap): each program walks several tiles of each kernel.
-    monkeypatch.setitem(solution.BACKENDS, "interpreter", solution.BACKENDS["interpreter"]._replace(max_grid=(5, 1, 1)))
-    assert _same_bytes_as_the_default_launch(monkeypatch, route, M=384, H=384) == [0, 0, 0, 0]
+    # At most 5 programs (the backend's grid cap, set once the default route has run: its table fill takes 8):
+    # each program walks several tiles of each kernel.
+    def cap_the_grid():
+        monkeypatch.setitem(solution.BACKENDS, "interpreter",
+                            solution.BACKENDS["interpreter"]._replace(max_grid=(5, 1, 1)))
+    assert _same_bytes_as_the_default_launch(monkeypatch, route, M=384, H=384, then=cap_the_grid) == [0, 0, 0, 0]
     [(grad, _, _, _), (y, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert grad.grid == y.grid == (5, 1, 1)
 
