@@ -37,8 +37,8 @@ its probe found wrong on the device, an IEEE rung every one:
     every bf16 (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and
     by the probe (_probe_kernel) on any other device before a native route runs.
   * IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone:
-    round-to-nearest-even to bf16 on the bits (a group's NaN kept in its max, not in
-    each element: grad_groups), int8 as a truncation through int32, 0 where the
+    round-to-nearest-even to bf16 on the bits (in the fused kernel a group's NaN kept
+    in its max, not in each element: grad_groups), int8 as a truncation through int32, 0 where the
     group's scale is NaN or inf (both found from the bits), v / s as tl.math.div_rn
     (on Ascend the operator /, its own divide). This is what the interpreter runs, so the CPU
     tests prove the arithmetic that vendor backends run.
