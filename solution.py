@@ -165,8 +165,10 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, CUDA_A
     inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
     may flush: the IEEE form never lets a division make a subnormal (reciprocal_keeping_subnormals), the
     nvidia route divides with PTX div.rn.f32, and the native form with the backend's div_rn, which the
-    probe proves on every bf16 gate before a native route runs (reciprocal_native); where it finds a
-    difference the rung runs this IEEE form instead (IEEE_FEATURES)."""
+    probe proves on every bf16 gate before a native route runs (reciprocal_native). This IEEE form fills
+    the table and runs in the two-pass kernels and as the probe's IEEE side; where the probe finds the
+    native division wrong, the fused kernel runs sigmoid_lookup's IEEE form instead (IEEE_FEATURES), which
+    reads this form's three subnormal values from the table."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
     if IEEE_SIGMOID:
         return reciprocal_keeping_subnormals(d)
@@ -214,9 +216,10 @@ def reciprocal_keeping_subnormals(d):
 def reciprocal_native(d):
     """1/d by the backend's own IEEE division, for the native sigmoid. Where it flushes a subnormal
     quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the rung runs
-    its sigmoid in the IEEE form (IEEE_FEATURES). Cheaper than any exact form: on the H100 with Triton 3.6
-    the exact forms built around one division took 83-92 registers where this takes 64, and 1.32-1.50x
-    the nvidia route's time where this takes 1.12-1.16x (PERF_NOTES.md, ninth and twelfth rounds)."""
+    its sigmoid in the IEEE form (IEEE_FEATURES). Cheaper than any form computed exactly on every element:
+    on the H100 with Triton 3.6 those took 83-92 registers where this takes 64, and 1.32-1.50x the nvidia
+    route's time where this takes 1.12-1.16x (PERF_NOTES.md, ninth and twelfth rounds); the IEEE form that
+    reads three gates from the table takes 64 too, and 1.13-1.18x (fourteenth round)."""
     return tl.math.div_rn(1.0, d)
 
 
@@ -911,7 +914,9 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
         bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates;
         both sides take the route's sigmoid, which the sigmoid check proves equal to the IEEE one.
     The route's constexprs pick its native side: each feature native, or IEEE where an earlier probe on
-    this device found it wrong (then its check compares the IEEE form with itself); the IEEE side is
+    this device found it wrong (then its check compares the IEEE form with itself, but for the sigmoid,
+    whose IEEE form in the fused kernel reads the table: its check proves that read against the computed
+    IEEE sigmoid); the IEEE side is
     always the twin."""
     program = tl.program_id(0)
     per = ROWS * 128
@@ -1472,7 +1477,8 @@ class _Device:
     ladder of routes (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and warp
     size, the number of SMs (None where unknown), the sigmoid table, the launches of each shape seen, and
     whether Triton specializes pointers on their storage's size there. Before any output is written the
-    first rung is settled: a table route gets its table, a native route its probe (_settle)."""
+    first rung is settled: a route that reads the table (a table route, or one whose per-element sigmoid
+    runs IEEE) gets its table, a native route its probe (_settle)."""
 
     def __init__(self, x):
         forced_route = os.environ.get(ROUTE_ENV)

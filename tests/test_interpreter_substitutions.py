@@ -3,6 +3,7 @@
 The GPU path is proven by tools/exhaustive_exactness.py; these show that the CPU path, which CI runs,
 computes what it stands in for.
 """
+import numpy as np
 import pytest
 import torch
 import triton
@@ -222,3 +223,28 @@ def test_grad_groups_keeps_a_groups_nan_in_its_max_and_rounds_every_other_elemen
     expected_max = expected.abs().amax(dim=1)
     assert torch.equal(absmax.isnan(), expected_max.isnan()) and int(absmax.isnan().sum()) == 5
     assert torch.equal(absmax.nan_to_num(nan=1.0).view(torch.int32), expected_max.nan_to_num(nan=1.0).view(torch.int32))
+
+
+def test_the_ieee_int8_is_0_by_the_groups_scale_not_by_the_casts_nan(monkeypatch):
+    """Where the scale is NaN or inf every quotient is NaN or 0, and the IEEE int8 conversion makes it 0 from
+    the scale's bits, whatever a backend's fp32 -> int32 cast does with NaN: here it gives 0x7FFFFFFF (int8
+    -1 once truncated), where numpy's happens to give -2**31 (int8 0)."""
+    from triton.runtime import interpreter
+    original = interpreter.InterpreterBuilder.cast_impl
+
+    def nan_to_int_max(self, src, dst_type, *rounding_mode):
+        out = original(self, src, dst_type, *rounding_mode)
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.int32:
+            out.data[np.isnan(src.data)] = 0x7FFFFFFF
+        return out
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "cast_impl", nan_to_int_max)
+    nan, inf = float("nan"), float("inf")
+    v = torch.tensor([1.0, -3.5, 0.0, inf, -inf, nan, 2.0**-130, 7.0] * 2)
+    s = torch.tensor([nan] * 8 + [inf] * 8)
+    q = torch.empty(16, dtype=torch.int8)
+    _quantize_kernel[(1,)](v, s, q, 16, BLOCK=16)
+    assert q.tolist() == [0] * 16
+    v, s = torch.tensor([nan, 100.0, -127.0]), torch.tensor([1.0, 1.0, 1.0])  # the cast's own NaN shows
+    q = torch.empty(3, dtype=torch.int8)
+    _quantize_kernel[(1,)](v, s, q, 3, BLOCK=4)
+    assert q.tolist() == [-1, 100, -127]

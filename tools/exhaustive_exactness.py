@@ -7,7 +7,8 @@ device), the tl twin with the sigmoid in its IEEE form (a native rung whose prob
 flushing), the IEEE arithmetic (every feature IEEE: the generic, plain and Ascend routes and the interpreter);
 the sigmoid table gathered through shared memory (where this Triton has tl.gather) and computed per
 element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
-reciprocal_keeping_subnormals). Where tl.math.div_rn flushes subnormal quotients (Triton 3.0-3.5 on
+reciprocal_keeping_subnormals, and per element in the IEEE form div_rn with the three subnormal values read
+from the table). Where tl.math.div_rn flushes subnormal quotients (Triton 3.0-3.5 on
 NVIDIA) the tl twin's computed sigmoid differs at the three gates whose sigmoid is subnormal: that is
 reported, not counted, as the probe finds it there and the rung runs the IEEE sigmoid instead.
 
@@ -200,8 +201,8 @@ def check_elementwise(pairs_per_gate, use_table, cuda_arch, ieee_math, ieee_sigm
         for name, o in zip(("y", "d_gate", "d_up"), out):
             r = ref[name]
             # d_gate and d_up: a NaN is kept in its group's max (grad_groups), so a NaN's own value is free
-            both_nan = torch.isnan(r) if name != "y" else torch.isnan(o) & torch.isnan(r)
-            diffs[name] += int(((o.view(torch.int32) != r.view(torch.int32)) & ~both_nan).sum())
+            uncounted = torch.isnan(r) if name != "y" else torch.isnan(o) & torch.isnan(r)
+            diffs[name] += int(((o.view(torch.int32) != r.view(torch.int32)) & ~uncounted).sum())
         for name, o in zip(("d_gate_group_max", "d_up_group_max"), out[3:]):
             r = ref[name[:-len("_group_max")]].abs()
             both_nan = torch.isnan(o) & torch.isnan(r)
