@@ -1165,7 +1165,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     reads y back in 32-channel rows, the native rung with the sigmoid per element runs 512 threads (its
     temporaries at 256 took 160 registers, one program an SM), and so does the IEEE one (at 256 threads
     it ran 1.57x the nvidia route's time, at 512 1.42x: PERF_NOTES.md, fourteenth round). A persistent
-    route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait for a free one and then run their tiles late); a
+    route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait
+    for a free one and then run their tiles late); a
     persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
     advise for vector-only kernels.
     """
@@ -1184,13 +1185,6 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
                           programs=programs)
-
-
-def _ieee_sigmoid_per_element(route, ieee):
-    """Whether a route's fused kernel computes the sigmoid per element in its IEEE form (with the features
-    `ieee` IEEE on this device), which reads the three subnormal sigmoids from the table (sigmoid_lookup)."""
-    route = _route(route)
-    return not route.sigmoid_table and not route.two_pass and _route_constexprs(route, 0, ieee)["IEEE_SIGMOID"]
 
 
 def _route(route):
@@ -1316,7 +1310,8 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
     launches = []
-    if route.sigmoid_table or _ieee_sigmoid_per_element(route, ieee):
+    # The table is gathered on a table route; the fused kernel's per-element IEEE sigmoid reads three entries.
+    if route.sigmoid_table or (not route.two_pass and route_constexprs["IEEE_SIGMOID"]):
         launches.append(KernelLaunch(
             "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
             {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},

@@ -118,6 +118,17 @@ def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
                                                      True, 0))
 
 
+def _every_gate_its_table_and_direct_sigmoid():
+    """All 65,536 bf16 gates (fp32, in bit order), the sigmoid table as the solution fills it, and the
+    direct IEEE sigmoid of every gate."""
+    gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
+    table = torch.empty(2 * LUT_N, dtype=torch.float32)
+    TABLE.kernel[TABLE.grid](table, **TABLE.constexprs, **TABLE.options)
+    direct = torch.empty_like(gates)
+    _run(_sigmoid_kernel, gates, direct)
+    return gates, table, direct
+
+
 @pytest.mark.skipif(not hasattr(tl, "gather"), reason=f"the table is read with tl.gather, which Triton "
                     f"{triton.__version__} lacks (the solution computes the sigmoid there)")
 def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
@@ -125,11 +136,8 @@ def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
     # layout, the index arithmetic and the clamping of magnitudes below 2**-25 and above 127.5 --
     # for all 65,536 bf16 bit patterns, +-0, subnormals and +-inf included (NaN gates excepted:
     # they make every output NaN through the gate itself).
-    gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
-    table = torch.empty(2 * LUT_N, dtype=torch.float32)
-    TABLE.kernel[TABLE.grid](table, **TABLE.constexprs, **TABLE.options)
-    direct, looked_up = torch.empty_like(gates), torch.empty_like(gates)
-    _run(_sigmoid_kernel, gates, direct)
+    gates, table, direct = _every_gate_its_table_and_direct_sigmoid()
+    looked_up = torch.empty_like(gates)
     _lookup_kernel[(gates.numel() // 4096,)](gates, table, looked_up, BLOCK=4096)
     not_nan = ~torch.isnan(gates)
     assert int(not_nan.sum()) == 65536 - 254
@@ -152,11 +160,8 @@ def test_the_ieee_sigmoid_per_element_reads_the_three_subnormal_ones_from_the_ta
     """sigmoid_lookup per element in the IEEE form divides with div_rn and reads the gates whose sigmoid is
     subnormal from the table: the same bits as the direct IEEE sigmoid for every bf16 gate but NaN. With the
     table's three entries marked, exactly those gates come out marked."""
-    gates = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float().contiguous()
-    table = torch.empty(2 * LUT_N, dtype=torch.float32)
-    TABLE.kernel[TABLE.grid](table, **TABLE.constexprs, **TABLE.options)
-    direct, per_element = torch.empty_like(gates), torch.empty_like(gates)
-    _run(_sigmoid_kernel, gates, direct)
+    gates, table, direct = _every_gate_its_table_and_direct_sigmoid()
+    per_element = torch.empty_like(gates)
     _per_element_ieee_kernel[(gates.numel() // 4096,)](gates, table, per_element, BLOCK=4096)
     not_nan = ~torch.isnan(gates)
     differ = (direct.view(torch.int32) != per_element.view(torch.int32)) & not_nan
