@@ -16,6 +16,8 @@
 # a3 wants the release as .lab/release_9b442d1.py (git show 9b442d1:solution.py).
 set -uo pipefail
 part=${1:?usage: issue34_h100.sh a1|a2|a3|c|b31|b35}
+case $part in a1|a2|a3|c|b31|b35) ;; *) echo "unknown part $part: expected a1, a2, a3, c, b31 or b35"; exit 2 ;; esac
+: "${OUT:?is not set: run this through the device tool, which sets it, or set it to a folder for the records}"
 mkdir -p "$OUT/v"
 python3 tools/solution_copies.py copies > /dev/null
 T=$(python3 -c "import triton; print(triton.__version__)"); tag=triton$(echo "$T" | cut -d. -f1,2 | tr -d .)
@@ -84,6 +86,5 @@ case $part in
     run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
     run check-flushing-division python3 check.py --strict --seeds 1 --solution copies/flushing_division.py \
       --json "$(J check-flushing-division)" ;;
-  *) echo "unknown part $part: expected a1, a2, a3, c, b31 or b35"; exit 2 ;;
 esac
 tar -C "$OUT" -czf "$OUT/v-$part-$tag.tar.gz" v && rm -rf "$OUT/v"
