@@ -226,7 +226,12 @@ def reciprocal_native(d):
 # The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is
 # subnormal. Below them it is normal; from 89 on exp overflows and sigmoid(-gate) is 1 / inf = 0.
 _SUBNORMAL_SIGMOID_GATES = tl.constexpr(0x42AF)
-_TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
+def _release(version):
+    """(major, minor) of a Triton version string."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+_TRITON_VERSION = _release(triton.__version__)
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
 _SIGMOID_TABLE = hasattr(tl, "gather") and _TRITON_VERSION >= (3, 4)
@@ -416,19 +421,27 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
 
 
 @triton.jit
-def _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H,
-                     stride_x, stride_gy, stride_gq, stride_gs,
+def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted):
+    """rows x cols of gate, up and grad_y, as bf16 (read once, so first out of L2). wanted: None, or a
+    scalar that is False for a prefetch past the tile's last slice (nothing is read then)."""
+    x_offs = rows[:, None] * stride_x + cols[None, :]
+    gate = tl.load(x_ptr + x_offs, mask=wanted, eviction_policy="evict_first")
+    up = tl.load(x_ptr + x_offs + H, mask=wanted, eviction_policy="evict_first")
+    gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :], mask=wanted, eviction_policy="evict_first")
+    return gate, up, gy
+
+
+@triton.jit
+def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H, stride_gq, stride_gs,
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                      SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
                      IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
-    """Loads rows x cols of gate, up and grad_y (read once, so first out of L2), writes their
-    grad_input groups and scales, returns y (bf16). IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the
-    features in their IEEE form (all on an IEEE route; on a native one, those its probe found wrong)."""
-    x_offs = rows[:, None] * stride_x + cols[None, :]
-    gate = tl.load(x_ptr + x_offs, eviction_policy="evict_first").to(tl.float32)
-    up = tl.load(x_ptr + x_offs + H, eviction_policy="evict_first").to(tl.float32)
-    gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :],
-                 eviction_policy="evict_first").to(tl.float32)
+    """From rows x cols of gate, up and grad_y (bf16, _load_rows), writes their grad_input groups and
+    scales, returns y (bf16). IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the features in their IEEE
+    form (all on an IEEE route; on a native one, those its probe found wrong)."""
+    gate = gate.to(tl.float32)
+    up = up.to(tl.float32)
+    gy = gy.to(tl.float32)
     sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
     # grad_input's groups are the 128 channels of one row, separately for the gate and up halves.
@@ -470,7 +483,7 @@ def _silu_mul_quant_kernel(
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
-    PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
+    PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every
     input byte is read once and every output byte written once.
@@ -505,7 +518,8 @@ def _silu_mul_quant_kernel(
                 x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
                 tile % (H // GROUP), tile // (H // GROUP), program, H,
                 stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
+                GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8,
+                PREFETCH)
             tl.debug_barrier()  # every read of the slot is done before the next tile writes it
             t += 1
     else:
@@ -518,7 +532,8 @@ def _silu_mul_quant_kernel(
             x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
             pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H,
             stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
+            GROUP, CHUNK, Y_CHUNK, LUT_LO, LUT_N, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8,
+            PREFETCH)
 
 
 @triton.jit
@@ -528,15 +543,28 @@ def _silu_mul_quant_tile(
     GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
     LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
-    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel."""
+    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel. PREFETCH:
+    each slice's loads are issued before the previous slice's math, so that they are in flight during it
+    (it holds a slice's inputs twice over: only where a program's threads have registers to spare)."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
     cols = pid_h * GROUP + local
+    if PREFETCH:
+        gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + tl.arange(0, CHUNK), cols, H, stride_x,
+                                  stride_gy, None)
     for c in range(GROUP // CHUNK):
         tokens = c * CHUNK + tl.arange(0, CHUNK)
-        y = _grad_rows_quant(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, pid_m * GROUP + tokens, cols,
-                             pid_h, H, stride_x, stride_gy, stride_gq, stride_gs, GROUP, LUT_LO, LUT_N,
+        if PREFETCH:
+            slice_gate, slice_up, slice_gy = gate, up, gy
+            gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + CHUNK + tokens, cols, H, stride_x,
+                                      stride_gy, c + 1 < GROUP // CHUNK)
+        else:
+            slice_gate, slice_up, slice_gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + tokens, cols, H,
+                                                        stride_x, stride_gy, None)
+        y = _grad_rows_quant(slice_gate, slice_up, slice_gy, grad_q_ptr, grad_s_ptr, table_ptr, pid_m * GROUP + tokens,
+                             cols, pid_h, H, stride_gq, stride_gs, GROUP, LUT_LO, LUT_N,
                              CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
         tl.store(slot + local[None, :] * GROUP + tokens[:, None], y, eviction_policy="evict_last")
     tl.debug_barrier()  # every slice's y is in the slot before any thread reads it back
@@ -1064,9 +1092,10 @@ class Backend(NamedTuple):
     where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch
     aims at its route's). warps, where set, is the warps of every program whatever the warp width, and
     max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
-    that many threads. options are the compile options it takes beyond num_warps, num_stages and
-    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its
-    Triton is built on."""
+    that many threads. prefetch_from, where set, is the Triton release from which the fused kernel's
+    per-element routes load a slice ahead there. options are the compile options it takes beyond
+    num_warps, num_stages and enable_fp_fusion. max_grid is the most programs along each grid dimension.
+    triton is the release its Triton is built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1080,6 +1109,7 @@ class Backend(NamedTuple):
     warps: Optional[int] = None
     max_chunk: Optional[int] = None
     max_y_chunk: Optional[int] = None
+    prefetch_from: Optional[str] = None
 
     @property
     def route(self):
@@ -1100,9 +1130,11 @@ BACKENDS = {b.name: b for b in (
     Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
     # 4 warps, as the public entry that passes there launches (on the S4000, warps of 128: 512 threads), in
     # 16-token slices and 32-channel y rows (the fastest at 4 warps of 32 on the H100, PERF_NOTES.md, twelfth
-    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8 warps.
+    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8
+    # warps. Loads a slice ahead on the per-element routes from Triton 3.6, where that launch ran 3% faster
+    # with it on the H100; with Triton 3.1, its fork's base, 4% slower (PERF_NOTES.md, fifteenth round).
     Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 512, (), _CUDA_GRID, "3.1", warps=4,
-            max_chunk=16, max_y_chunk=32),
+            max_chunk=16, max_y_chunk=32, prefetch_from="3.6"),
     # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts
     # a load of what the same program stored (the fused kernel's scratch slot).
     Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
@@ -1131,13 +1163,14 @@ def _backend(backend):
 
 class LaunchSettings(NamedTuple):
     """How the main kernel is launched: warps per program, tokens per slice, channels per y row, the
-    register cap (None: the option is not passed) and, on a persistent route, the number of programs
-    (None: one a tile)."""
+    register cap (None: the option is not passed), on a persistent route the number of programs (None:
+    one a tile) and, for the fused kernel, whether each slice's loads are issued a slice ahead."""
     num_warps: int
     chunk: int
     y_chunk: int
     maxnreg: Optional[int]
     programs: Optional[int] = None
+    prefetch: bool = False
 
 
 class KernelLaunch(NamedTuple):
@@ -1168,7 +1201,10 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait
     for a free one and then run their tiles late); a
     persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
-    advise for vector-only kernels.
+    advise for vector-only kernels. The fused kernel's per-element routes load a slice ahead where the
+    backend says so for this Triton (Backend.prefetch_from): on the H100, at 4 warps of 32, 3% faster with
+    Triton 3.6 and 4% slower with 3.1; the table routes 2-3% slower at 4 warps, every rung 9-16% slower at
+    its own 256 or 512 threads (PERF_NOTES.md, fifteenth round).
     """
     backend = _backend(backend)
     route = _route(route or backend.route)
@@ -1184,7 +1220,13 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size))
     return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
-                          programs=programs)
+                          programs=programs, prefetch=_prefetches(backend, route))
+
+
+def _prefetches(backend, route):
+    """Whether the fused kernel loads a slice ahead for this backend, route and Triton (Backend.prefetch_from)."""
+    return (backend.prefetch_from is not None and _TRITON_VERSION >= _release(backend.prefetch_from)
+            and not route.two_pass and not route.sigmoid_table)
 
 
 def _route(route):
@@ -1347,7 +1389,8 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         launches.append(KernelLaunch(
             "main", _silu_mul_quant_kernel, grid, _signature(_silu_mul_quant_kernel),
             {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
-             "LUT_N": _LUT_N, **route_constexprs, "PERSISTENT": route.persistent, "INDEX_64": index_64},
+             "LUT_N": _LUT_N, **route_constexprs, "PERSISTENT": route.persistent, "INDEX_64": index_64,
+             "PREFETCH": settings.prefetch},
             options))
     for launch in launches:
         if any(n > limit for n, limit in zip(launch.grid, backend.max_grid)):

@@ -164,6 +164,18 @@ def test_moore_threads_launches_four_warps_of_any_width_in_short_slices(warp_siz
         assert (settings.chunk, settings.y_chunk) == (min(record.chunk, 16), min(record.y_chunk, 32)), route
 
 
+@pytest.mark.parametrize("release, ahead", [((3, 1), False), ((3, 5), False), ((3, 6), True), ((3, 7), True)])
+def test_moore_threads_loads_a_slice_ahead_on_the_per_element_routes_from_triton_3_6(release, ahead, monkeypatch):
+    monkeypatch.setattr(solution, "_TRITON_VERSION", release)
+    for route in solution.ROUTES:
+        record = solution.ROUTE_TABLE[route]
+        per_element_fused = not record.two_pass and not record.sigmoid_table
+        assert solution.launch_settings("mthreads", 2048, 4096, route=route).prefetch is (ahead and per_element_fused)
+    for name, backend in solution.BACKENDS.items():
+        for route in backend.routes if name != "mthreads" else ():
+            assert not solution.launch_settings(name, 2048, 4096, 132, route=route).prefetch, (name, route)
+
+
 def test_a_probed_route_compiles_each_feature_ieee_alone_and_all_together():
     compositions = {route: solution.route_compositions(route) for route in solution.ROUTES}
     each = tuple(solution.IEEE_FEATURES)
@@ -429,6 +441,16 @@ def test_a_two_pass_grid_of_fewer_programs_than_tiles_writes_the_same_bytes(rout
     assert _same_bytes_as_the_default_launch(monkeypatch, route, M=384, H=384, then=cap_the_grid) == [0, 0, 0, 0]
     [(grad, _, _, _), (y, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert grad.grid == y.grid == (5, 1, 1)
+
+
+@pytest.mark.parametrize("route", ["generic_per_element"])
+def test_loads_a_slice_ahead_write_the_same_bytes(route, monkeypatch):
+    def prefetch():
+        monkeypatch.setitem(solution.BACKENDS, "interpreter",
+                            solution.BACKENDS["interpreter"]._replace(prefetch_from=triton.__version__))
+    assert _same_bytes_as_the_default_launch(monkeypatch, route, then=prefetch) == [0, 0, 0, 0]
+    [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
+    assert main.constexprs["PREFETCH"] is True and main.constexprs["CHUNK"] < solution.GROUP_SIZE
 
 
 def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
