@@ -8,6 +8,9 @@
 #   bash tools/research/issue34_h100.sh a2    # each fault copy: check --strict, bench --repeat 3; IEEE rungs timed
 #   bash tools/research/issue34_h100.sh a3    # against release 9b442d1, Moore Threads' settings, cold start
 #   bash tools/research/issue34_h100.sh c     # the per-element rungs: settings swept, checked and timed
+#   bash tools/research/issue34_h100.sh d     # 2026-11-26 (seventh session): the division's bounds, Moore Threads'
+#                                             # launch a slice ahead (swept, checked, timed)
+#   PYTHONPATH=/tmp/t bash tools/research/issue34_h100.sh d31   # the same launch on Triton 3.1
 #   PYTHONPATH=/tmp/t bash tools/research/issue34_h100.sh b31   # Triton 3.1 first on PYTHONPATH
 #   PYTHONPATH=/tmp/t bash tools/research/issue34_h100.sh b35   # Triton 3.5, with amd_backend_stub/ in
 #                                                               # /tmp/t/triton/backends/amd
@@ -15,8 +18,8 @@
 # every backend its entry points name, and the parts leave out AMD's: copy tools/research/amd_backend_stub/ there.
 # a3 wants the release as .lab/release_9b442d1.py (git show 9b442d1:solution.py).
 set -uo pipefail
-part=${1:?usage: issue34_h100.sh a1|a2|a3|c|b31|b35}
-case $part in a1|a2|a3|c|b31|b35) ;; *) echo "unknown part $part: expected a1, a2, a3, c, b31 or b35"; exit 2 ;; esac
+part=${1:?usage: issue34_h100.sh a1|a2|a3|c|d|b31|b35|d31}
+case $part in a1|a2|a3|c|d|b31|b35|d31) ;; *) echo "unknown part $part: expected a1, a2, a3, c, d, b31, b35 or d31"; exit 2 ;; esac
 : "${OUT:?is not set: run this through the device tool, which sets it, or set it to a folder for the records}"
 mkdir -p "$OUT/v"
 python3 tools/solution_copies.py copies > /dev/null
@@ -66,6 +69,27 @@ case $part in
       --json "$(J check-flushing-division)"
     run bench-mthreads-settings python3 bench.py --repeat 3 --solution copies/mthreads_settings.py \
       --route native_per_element --baseline solution.py --baseline-route nvidia --json "$(J bench-mthreads-settings)" ;;
+  d)
+    python3 $V/division_bounds.py > /dev/null
+    run sweep-division-bounds python3 $V/sweep.py --variants-file $V/variants-issue34-division-bounds.json \
+      --json "$(J sweep-division-bounds)"
+    run sweep-prefetch python3 $V/sweep.py --variants-file $V/variants-issue35-prefetch.json --json "$(J sweep-prefetch)"
+    run bench-mthreads-settings python3 bench.py --repeat 3 --solution copies/mthreads_settings.py \
+      --route native_per_element --baseline solution.py --baseline-route nvidia --json "$(J bench-mthreads-settings)"
+    run check-mthreads-settings python3 check.py --strict --seeds 2 --solution copies/mthreads_settings.py \
+      --route native_per_element --json "$(J check-mthreads-settings)"
+    run check-mthreads-settings-auto python3 check.py --strict --seeds 1 --solution copies/mthreads_settings.py \
+      --json "$(J check-mthreads-settings-auto)"
+    run coldstart python3 tools/cold_start.py --runs 2
+    run coldstart-portable python3 tools/cold_start.py --runs 2 --solution copies/portable.py ;;
+  d31)
+    case $T in 3.1.*) ;; *) echo "d31 wants Triton 3.1 first on PYTHONPATH, found $T"; exit 2 ;; esac
+    run sweep-prefetch python3 $V/sweep.py --variants-file $V/variants-issue35-prefetch-triton31.json \
+      --json "$(J sweep-prefetch)"
+    run bench-mthreads-settings python3 bench.py --repeat 3 --solution copies/mthreads_settings.py \
+      --baseline solution.py --json "$(J bench-mthreads-settings)"
+    run check-mthreads-settings python3 check.py --strict --seeds 2 --solution copies/mthreads_settings.py \
+      --json "$(J check-mthreads-settings)" ;;
   b31)
     case $T in 3.1.*) ;; *) echo "b31 wants Triton 3.1 first on PYTHONPATH, found $T"; exit 2 ;; esac
     run exhaustive-sigmoid python3 tools/exhaustive_exactness.py --skip-quantizer --pairs-per-gate 256 \
