@@ -421,13 +421,15 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
 
 
 @triton.jit
-def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted):
-    """rows x cols of gate, up and grad_y, as bf16 (read once, so first out of L2). wanted: None, or a
-    scalar that is False for a prefetch past the tile's last slice (nothing is read then)."""
+def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted, dtype: tl.constexpr):
+    """rows x cols of gate, up and grad_y (read once, so first out of L2), each converted to dtype as it
+    is loaded: fp32 for use, bf16 to be held (a prefetch). wanted: None, or a scalar that is False for a
+    prefetch past the tile's last slice (nothing is read then)."""
     x_offs = rows[:, None] * stride_x + cols[None, :]
-    gate = tl.load(x_ptr + x_offs, mask=wanted, eviction_policy="evict_first")
-    up = tl.load(x_ptr + x_offs + H, mask=wanted, eviction_policy="evict_first")
-    gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :], mask=wanted, eviction_policy="evict_first")
+    gate = tl.load(x_ptr + x_offs, mask=wanted, eviction_policy="evict_first").to(dtype)
+    up = tl.load(x_ptr + x_offs + H, mask=wanted, eviction_policy="evict_first").to(dtype)
+    gy = tl.load(grad_y_ptr + rows[:, None] * stride_gy + cols[None, :], mask=wanted,
+                 eviction_policy="evict_first").to(dtype)
     return gate, up, gy
 
 
@@ -436,7 +438,7 @@ def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                      SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
                      IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
-    """From rows x cols of gate, up and grad_y (bf16, _load_rows), writes their grad_input groups and
+    """From rows x cols of gate, up and grad_y (_load_rows), writes their grad_input groups and
     scales, returns y (bf16). IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the features in their IEEE
     form (all on an IEEE route; on a native one, those its probe found wrong)."""
     gate = gate.to(tl.float32)
@@ -553,16 +555,16 @@ def _silu_mul_quant_tile(
     cols = pid_h * GROUP + local
     if PREFETCH:
         gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + tl.arange(0, CHUNK), cols, H, stride_x,
-                                  stride_gy, None)
+                                  stride_gy, None, tl.bfloat16)
     for c in range(GROUP // CHUNK):
         tokens = c * CHUNK + tl.arange(0, CHUNK)
         if PREFETCH:
             slice_gate, slice_up, slice_gy = gate, up, gy
             gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + CHUNK + tokens, cols, H, stride_x,
-                                      stride_gy, c + 1 < GROUP // CHUNK)
+                                      stride_gy, c + 1 < GROUP // CHUNK, tl.bfloat16)
         else:
             slice_gate, slice_up, slice_gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + tokens, cols, H,
-                                                        stride_x, stride_gy, None)
+                                                        stride_x, stride_gy, None, tl.float32)
         y = _grad_rows_quant(slice_gate, slice_up, slice_gy, grad_q_ptr, grad_s_ptr, table_ptr, pid_m * GROUP + tokens,
                              cols, pid_h, H, stride_gq, stride_gs, GROUP, LUT_LO, LUT_N,
                              CHUNK * GROUP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
