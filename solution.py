@@ -226,12 +226,7 @@ def reciprocal_native(d):
 # The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is
 # subnormal. Below them it is normal; from 89 on exp overflows and sigmoid(-gate) is 1 / inf = 0.
 _SUBNORMAL_SIGMOID_GATES = tl.constexpr(0x42AF)
-def _release(version):
-    """(major, minor) of a Triton version string."""
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
-
-
-_TRITON_VERSION = _release(triton.__version__)
+_TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
 _SIGMOID_TABLE = hasattr(tl, "gather") and _TRITON_VERSION >= (3, 4)
@@ -560,7 +555,9 @@ def _silu_mul_quant_tile(
         tokens = c * CHUNK + tl.arange(0, CHUNK)
         if PREFETCH:
             slice_gate, slice_up, slice_gy = gate, up, gy
-            gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + CHUNK + tokens, cols, H, stride_x,
+            # Past the last slice nothing is read, and the addresses stay the tile's own.
+            following = tl.minimum(c + 1, GROUP // CHUNK - 1) * CHUNK + tl.arange(0, CHUNK)
+            gate, up, gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + following, cols, H, stride_x,
                                       stride_gy, c + 1 < GROUP // CHUNK, tl.bfloat16)
         else:
             slice_gate, slice_up, slice_gy = _load_rows(x_ptr, grad_y_ptr, pid_m * GROUP + tokens, cols, H,
@@ -1094,10 +1091,9 @@ class Backend(NamedTuple):
     where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch
     aims at its route's). warps, where set, is the warps of every program whatever the warp width, and
     max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
-    that many threads. prefetch_from, where set, is the Triton release from which the fused kernel's
-    per-element routes load a slice ahead there. options are the compile options it takes beyond
-    num_warps, num_stages and enable_fp_fusion. max_grid is the most programs along each grid dimension.
-    triton is the release its Triton is built on."""
+    that many threads. options are the compile options it takes beyond num_warps, num_stages and
+    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its
+    Triton is built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1111,7 +1107,6 @@ class Backend(NamedTuple):
     warps: Optional[int] = None
     max_chunk: Optional[int] = None
     max_y_chunk: Optional[int] = None
-    prefetch_from: Optional[str] = None
 
     @property
     def route(self):
@@ -1132,11 +1127,9 @@ BACKENDS = {b.name: b for b in (
     Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
     # 4 warps, as the public entry that passes there launches (on the S4000, warps of 128: 512 threads), in
     # 16-token slices and 32-channel y rows (the fastest at 4 warps of 32 on the H100, PERF_NOTES.md, twelfth
-    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8
-    # warps. Loads a slice ahead on the per-element routes from Triton 3.6, where that launch ran 3% faster
-    # with it on the H100; with Triton 3.1, its fork's base, 4% slower (PERF_NOTES.md, fifteenth round).
+    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8 warps.
     Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 512, (), _CUDA_GRID, "3.1", warps=4,
-            max_chunk=16, max_y_chunk=32, prefetch_from="3.6"),
+            max_chunk=16, max_y_chunk=32),
     # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts
     # a load of what the same program stored (the fused kernel's scratch slot).
     Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
@@ -1203,10 +1196,9 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait
     for a free one and then run their tiles late); a
     persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
-    advise for vector-only kernels. The fused kernel's per-element routes load a slice ahead where the
-    backend says so for this Triton (Backend.prefetch_from): on the H100, at 4 warps of 32, 3% faster with
-    Triton 3.6 and 4% slower with 3.1; the table routes 2-3% slower at 4 warps, every rung 9-16% slower at
-    its own 256 or 512 threads (PERF_NOTES.md, fifteenth round).
+    advise for vector-only kernels. The fused kernel's per-element routes load a slice ahead where a
+    program has at most 128 threads (Moore Threads' 4 warps where they are 32 wide), from Triton 3.6
+    (_prefetches).
     """
     backend = _backend(backend)
     route = _route(route or backend.route)
@@ -1222,12 +1214,21 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size))
     return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
-                          programs=programs, prefetch=_prefetches(backend, route))
+                          programs=programs,
+                          prefetch=_prefetches(route, num_warps * (warp_size or backend.warp_size)))
 
 
-def _prefetches(backend, route):
-    """Whether the fused kernel loads a slice ahead for this backend, route and Triton (Backend.prefetch_from)."""
-    return (backend.prefetch_from is not None and _TRITON_VERSION >= _release(backend.prefetch_from)
+_PREFETCH_MAX_THREADS = 128
+_PREFETCH_FROM = (3, 6)
+
+
+def _prefetches(route, threads):
+    """Whether the fused kernel loads each slice a slice ahead: on its per-element routes, where a program
+    has at most _PREFETCH_MAX_THREADS threads, from Triton _PREFETCH_FROM. Held across an iteration, a slice's
+    inputs take registers that only threads holding many elements each can spare, and only some Tritons
+    keep them few. On the H100 (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3%
+    faster with Triton 3.6, 4% slower with 3.1; at 512 threads, or on the table routes, 2-15% slower."""
+    return (threads <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
             and not route.two_pass and not route.sigmoid_table)
 
 

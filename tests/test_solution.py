@@ -164,13 +164,18 @@ def test_moore_threads_launches_four_warps_of_any_width_in_short_slices(warp_siz
         assert (settings.chunk, settings.y_chunk) == (min(record.chunk, 16), min(record.y_chunk, 32)), route
 
 
-@pytest.mark.parametrize("release, ahead", [((3, 1), False), ((3, 5), False), ((3, 6), True), ((3, 7), True)])
-def test_moore_threads_loads_a_slice_ahead_on_the_per_element_routes_from_triton_3_6(release, ahead, monkeypatch):
+@pytest.mark.parametrize("release", [(3, 1), (3, 5), (3, 6), (3, 7)])
+def test_only_programs_of_128_threads_load_a_slice_ahead_on_the_per_element_routes_from_triton_3_6(release,
+                                                                                                   monkeypatch):
+    """Moore Threads' 4 warps where they are 32 wide (None: the backend's 32); not at 128 wide (the S4000's
+    512 threads), and no other backend's launch."""
     monkeypatch.setattr(solution, "_TRITON_VERSION", release)
-    for route in solution.ROUTES:
-        record = solution.ROUTE_TABLE[route]
-        per_element_fused = not record.two_pass and not record.sigmoid_table
-        assert solution.launch_settings("mthreads", 2048, 4096, route=route).prefetch is (ahead and per_element_fused)
+    for warp_size, threads_allow in ((None, True), (32, True), (128, False)):
+        for route in solution.ROUTES:
+            record = solution.ROUTE_TABLE[route]
+            per_element_fused = not record.two_pass and not record.sigmoid_table
+            settings = solution.launch_settings("mthreads", 2048, 4096, route=route, warp_size=warp_size)
+            assert settings.prefetch is (release >= (3, 6) and threads_allow and per_element_fused), (warp_size, route)
     for name, backend in solution.BACKENDS.items():
         for route in backend.routes if name != "mthreads" else ():
             assert not solution.launch_settings(name, 2048, 4096, 132, route=route).prefetch, (name, route)
@@ -443,14 +448,17 @@ def test_a_two_pass_grid_of_fewer_programs_than_tiles_writes_the_same_bytes(rout
     assert grad.grid == y.grid == (5, 1, 1)
 
 
-@pytest.mark.parametrize("route", ["generic_per_element"])
-def test_loads_a_slice_ahead_write_the_same_bytes(route, monkeypatch):
-    def prefetch():
-        monkeypatch.setitem(solution.BACKENDS, "interpreter",
-                            solution.BACKENDS["interpreter"]._replace(prefetch_from=triton.__version__))
-    assert _same_bytes_as_the_default_launch(monkeypatch, route, then=prefetch) == [0, 0, 0, 0]
+@pytest.mark.parametrize("index_64", [False, True])
+def test_loads_a_slice_ahead_write_the_same_bytes(index_64, monkeypatch):
+    def prefetch():  # the interpreter's programs have 256 threads
+        monkeypatch.setattr(solution, "_PREFETCH_MAX_THREADS", 256)
+        monkeypatch.setattr(solution, "_PREFETCH_FROM", solution._TRITON_VERSION)
+        check = solution._check_inputs
+        monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], index_64))
+    assert _same_bytes_as_the_default_launch(monkeypatch, "generic_per_element", then=prefetch) == [0, 0, 0, 0]
     [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
-    assert main.constexprs["PREFETCH"] is True and main.constexprs["CHUNK"] < solution.GROUP_SIZE
+    assert main.constexprs["PREFETCH"] is True and main.constexprs["INDEX_64"] is index_64
+    assert main.constexprs["CHUNK"] < solution.GROUP_SIZE
 
 
 def test_64_bit_offsets_write_the_same_bytes(monkeypatch):

@@ -35,7 +35,7 @@ BACKENDS["nvidia"] = BACKENDS["nvidia"]._replace(routes=BACKENDS["unknown"].rout
 MTHREADS_SETTINGS = '''
 # solution_copies.py: NVIDIA launches as Moore Threads does.
 BACKENDS["nvidia"] = BACKENDS["nvidia"]._replace(**{field: getattr(BACKENDS["mthreads"], field) for field in (
-    "warps", "max_threads", "max_chunk", "max_y_chunk", "prefetch_from", "options")})
+    "warps", "max_threads", "max_chunk", "max_y_chunk", "options")})
 '''
 TABLE_OFF = '''
 # solution_copies.py: the sigmoid per element, as on a Triton without tl.gather.
