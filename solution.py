@@ -1226,7 +1226,7 @@ def _prefetches(route, threads):
     """Whether the fused kernel loads each slice a slice ahead: on its per-element routes, where a program
     has at most _PREFETCH_MAX_THREADS threads, from Triton _PREFETCH_FROM. Held across an iteration, a slice's
     inputs take registers that only threads holding many elements each can spare, and only some Tritons
-    keep them few. On the H100 (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3%
+    keep them few. On the H100 (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3-4%
     faster with Triton 3.6, 4% slower with 3.1; at 512 threads, or on the table routes, 2-15% slower."""
     return (threads <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
             and not route.two_pass and not route.sigmoid_table)
