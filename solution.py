@@ -1211,11 +1211,11 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     programs = None
     if route.persistent and sm_count and (resident or route.two_pass):
         programs = sm_count * (1 if route.two_pass else resident)
-    num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // (warp_size or backend.warp_size))
+    warp_size = warp_size or backend.warp_size
+    num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // warp_size)
     return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
-                          programs=programs,
-                          prefetch=_prefetches(route, num_warps * (warp_size or backend.warp_size)))
+                          programs=programs, prefetch=_prefetches(route, num_warps * warp_size))
 
 
 _PREFETCH_MAX_THREADS = 128

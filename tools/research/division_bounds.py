@@ -1,5 +1,5 @@
-"""Two research copies of copies/fault_fma_split.py (tools/solution_copies.py writes it) that bound what any IEEE
-division without fma could cost in the fused kernel: its quantizer's IEEE form (tl.math.div_rn) replaced by
+"""Two research copies of the fma-fault copy (tools/solution_copies.py's fault_fma_split.py) that bound what any
+IEEE division without fma could cost in the fused kernel: its quantizer's IEEE form (tl.math.div_rn) replaced by
 
   division_floor.py    q = v * (1/s): one multiply, the least any form can cost. Not exact: the group's absmax
                        element, whose quotient lies within an ulp of 127, and quotients near other integers
@@ -8,14 +8,19 @@ division without fma could cost in the fused kernel: its quantizer's IEEE form (
                        any other element (the absmax's excluded, so still not exact there) divides with div_rn,
                        through a block-wide reduction and branch: the cheapest fast path of a branching form.
 
-    python tools/research/division_bounds.py [--copies DIR]
+    python tools/research/division_bounds.py [--solution PATH] [--copies DIR]
 
 Both are timed by sweep.py (variants-issue34-division-bounds.json); they are bounds, never solutions: their
 differing bytes are expected. PERF_NOTES.md, fifteenth round, says what they showed.
 """
-import argparse
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+import harness  # noqa: E402
+import solution_copies  # noqa: E402
 
 IEEE_DIVISION = "    if IEEE_DIVISION:\n        q = tl.math.div_rn(v, scale)\n"
 FORMS = {
@@ -32,20 +37,22 @@ FORMS = {
 }
 
 
+def bounds(solution_text):
+    """{file name: text} of the two bounds, from the fma-fault copy of solution_text."""
+    fault = solution_copies.copies(solution_text)["fault_fma_split.py"]
+    return {name: solution_copies.replaced_once(fault, IEEE_DIVISION, form, name) for name, form in FORMS.items()}
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", default="copies", help="where fault_fma_split.py is and the bounds go")
+    parser = harness.ArgumentParser(prog="division_bounds.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--solution", default=str(ROOT / "solution.py"))
+    parser.add_argument("--copies", default="copies", help="where the bounds are written")
     args = parser.parse_args()
-    source = Path(args.copies) / "fault_fma_split.py"
-    if not source.is_file():
-        sys.exit(f"division_bounds.py: {source} not found: run python tools/solution_copies.py {args.copies} first")
-    text = source.read_text()
-    if text.count(IEEE_DIVISION) != 1:
-        sys.exit(f"division_bounds.py: {source} no longer has quantize's IEEE division line once; "
-                 "expected 'q = tl.math.div_rn(v, scale)' under 'if IEEE_DIVISION:'")
-    for name, form in FORMS.items():
-        (Path(args.copies) / name).write_text(text.replace(IEEE_DIVISION, form))
-        print(Path(args.copies) / name)
+    out = Path(args.copies)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in bounds(Path(args.solution).read_text()).items():
+        (out / name).write_text(text)
+        print(out / name)
 
 
 if __name__ == "__main__":
