@@ -89,6 +89,7 @@ import contextlib
 import os
 import re
 import signal
+import struct
 import sys
 import time
 import warnings
@@ -987,6 +988,273 @@ def _probe_input(check, k, size):
     return f"row {k // 128}, column {k % 128}"
 
 
+# ---------------------------------------------------------------- the self-test: the whole kernels proven on the device
+# Before a rung's kernels write a call's outputs for the first time at a shape and specialization, they run on
+# an input whose exact outputs follow from each element's place by construction (every value a small integer
+# times a power of two, every sigmoid exactly 1 or 0), and _self_test_check_kernel compares every output byte
+# with those values. _self_test_expected is the host's twin of the expectations, in plain Python: it checks
+# the device's expected value and inputs wherever the check reports a difference, so that a fault in the
+# self-test's own kernels is told apart from a fault in the rung's (_Device.self_test).
+#
+# Each 128 x 128 tile (tokens t, channels p; tile indices tm, th) is of a kind, (3 tm + th) % 7: 0-3 plain,
+# 4 zeros (every group 0: scales at the 1e-10 floor), 5 NaN (a NaN gate on the diagonal of rows 0-63: those rows'
+# and columns' groups NaN), 6 inf (+-inf in up on the diagonal of rows 0-31, in grad_y on rows 32-63: inf
+# scales). In a plain tile, column p's largest y is at token pi(p) (a permutation, so each row has one too):
+#   gate = 2**(5 + E) * N > 17 (sigmoid exactly 1), up = +-2**U, grad_y = +-2**J, with
+#   N = 127, E = F(t), U = 2 at t == pi(p); else N in 1..126, E <= min(F(t), F(pi(p))), U in {0, 1};
+#   F(t) = (t + tm) % 3, J = (t + th + 2 tm) % 3.
+# Then y = +-N 2**(5+E+U), d_up = +-N 2**(5+E+J), d_gate = +-2**(U+J): exact in fp32 and bf16, and each group's
+# largest magnitude is 127 times a power of two (d_gate's: 2**(2+J)), so its scale is that power of two exactly
+# (absmax * fp32(1/127) = 2**K * fp32(127 * fp32(1/127)) = 2**K; d_gate's 2**(2+J) * fp32(1/127)) and its int8 the
+# value's integer part of N shifted: y +-(N << (E+U)) >> (F(pi(p)) + 2), d_up +-(N << E) >> F(t), d_gate
+# +-127 >> (2 - U) (2**-d / fp32(1/127) lies just above 127 / 2**d). A FINITE_ONLY input (the tolerant rungs,
+# whose reductions drop NaN) has plain tiles in place of kinds 5 and 6.
+_SELF_TEST_KINDS = 7
+_SELF_TEST_ZEROS, _SELF_TEST_NAN, _SELF_TEST_INF = 4, 5, 6
+_FP32_BITS_OF_1_OVER_127 = tl.constexpr(0x3C010204)
+_FP32_BITS_OF_1E_10 = tl.constexpr(0x2EDBE6FF)
+_FP32_BITS_OF_INF = tl.constexpr(0x7F800000)
+_FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
+SELF_TEST_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
+
+
+@triton.jit
+def _self_test_kind(tm, th, FINITE_ONLY: tl.constexpr):
+    kind = (3 * tm + th) % 7
+    if FINITE_ONLY:
+        kind = tl.where(kind >= _SELF_TEST_NAN, 0, kind)
+    return kind
+
+
+@triton.jit
+def _self_test_top(p, tm, th):
+    """The token of column p whose y is the column's largest (a permutation of the tile's tokens)."""
+    return (5 * p + 17 * tm + 29 * th) % 128
+
+
+@triton.jit
+def _self_test_element(m, h):
+    """(N, E, U, the signs of up and of grad_y as 0 or 1, F(t), F(pi(p)), J) of the element (m, h): see above."""
+    t = (m % 128).to(tl.int32)
+    p = (h % 128).to(tl.int32)
+    tm = (m // 128).to(tl.int32)
+    th = (h // 128).to(tl.int32)
+    top = t == _self_test_top(p, tm, th)
+    f_row = (t + tm) % 3
+    f_column = (_self_test_top(p, tm, th) + tm) % 3
+    k = _hash(_hash(m.to(tl.uint32)) ^ h.to(tl.uint32))
+    n = tl.where(top, 127, 1 + (k % 126).to(tl.int32))
+    e = tl.where(top, f_row, ((k >> 8) & 0xFFFF).to(tl.int32) % (tl.minimum(f_row, f_column) + 1))
+    u = tl.where(top, 2, ((k >> 12) & 1).to(tl.int32))
+    up_negative = ((k >> 16) & 1).to(tl.int32)
+    gy_negative = ((k >> 17) & 1).to(tl.int32)
+    j = (t + th + 2 * tm) % 3
+    return n, e, u, up_negative, gy_negative, f_row, f_column, j
+
+
+@triton.jit
+def _power_of_two(k):
+    return ((127 + k) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _signed(v, negative):
+    return tl.where(negative == 1, -v, v)
+
+
+@triton.jit
+def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_gy,
+                            stride_gq, stride_gs, stride_yq, stride_ys, FINITE_ONLY: tl.constexpr,
+                            INDEX_64: tl.constexpr):
+    """Writes the self-test's x and grad_y (see the section's comment), a 128 x 128 tile a step, and poisons
+    the tile's outputs with values no output takes (int8 -128, scale -1), so that an output the kernels leave
+    unwritten differs whatever the buffers held before."""
+    tiles_h = H // 128
+    tiles = (M // 128) * tiles_h
+    tile = _first_tile(INDEX_64)
+    local = tl.arange(0, 128)
+    while tile < tiles:
+        tm = tile // tiles_h  # int64 with INDEX_64, for the offsets
+        th = tile % tiles_h
+        m = tm * 128 + local[:, None]
+        h = th * 128 + local[None, :]
+        n, e, u, up_negative, gy_negative, _, _, j = _self_test_element(m, h)
+        kind = _self_test_kind(tm.to(tl.int32), th.to(tl.int32), FINITE_ONLY)
+        gate = n.to(tl.float32) * _power_of_two(5 + e)
+        gate = tl.where(kind == _SELF_TEST_ZEROS, -128.0, gate)
+        diagonal = local[:, None] == local[None, :]
+        nan = tl.full([128, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
+        inf = tl.full([128, 128], _FP32_BITS_OF_INF, tl.int32).to(tl.float32, bitcast=True)
+        gate = tl.where((kind == _SELF_TEST_NAN) & diagonal & (local[:, None] < 64), nan, gate)
+        up = tl.where((kind == _SELF_TEST_INF) & diagonal & (local[:, None] < 32), inf, _power_of_two(u))
+        gy = tl.where((kind == _SELF_TEST_INF) & diagonal & (local[:, None] >= 32) & (local[:, None] < 64), inf,
+                      _power_of_two(j))
+        x_offs = m * stride_x + h
+        tl.store(x_ptr + x_offs, gate.to(tl.bfloat16))
+        tl.store(x_ptr + x_offs + H, _signed(up, up_negative).to(tl.bfloat16))
+        tl.store(grad_y_ptr + m * stride_gy + h, _signed(gy, gy_negative).to(tl.bfloat16))
+        poison_q = tl.full([128, 128], -128, tl.int8)
+        poison_s = tl.full([128], -1.0, tl.float32)
+        tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
+        tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
+        tl.store(grad_s_ptr + (tm * 128 + local) * stride_gs + th, poison_s)
+        tl.store(grad_s_ptr + (tm * 128 + local) * stride_gs + tiles_h + th, poison_s)
+        tl.store(y_q_ptr + (th * 128 + local)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
+        tl.store(y_s_ptr + (th * 128 + local) * stride_ys + tm, poison_s)
+        tile += tl.num_programs(0)
+
+
+@triton.jit
+def _self_test_scale_bits(kind, t, j, f, OUTPUT: tl.constexpr):
+    """The expected fp32 bits of a scale (NaN: any NaN) of OUTPUT 0 (grad_input, gate half), 1 (its up half) or 2
+    (y_t): t the group's token in its tile (grad_input) or channel (y_t), j its J, f its F."""
+    if OUTPUT == 0:
+        bits = _FP32_BITS_OF_1_OVER_127 + ((2 + j) << 23)
+        nan, inf = t < 64, t < 64
+    elif OUTPUT == 1:
+        bits = (127 + 5 + f + j) << 23
+        nan, inf = t < 64, (t >= 32) & (t < 64)
+    else:
+        bits = (127 + 7 + f) << 23
+        nan, inf = t < 64, t < 32
+    bits = tl.where(kind == _SELF_TEST_ZEROS, _FP32_BITS_OF_1E_10, bits)
+    bits = tl.where((kind == _SELF_TEST_NAN) & nan, _FP32_BITS_OF_NAN, bits)
+    return tl.where((kind == _SELF_TEST_INF) & inf, _FP32_BITS_OF_INF, bits)
+
+
+@triton.jit
+def _self_test_int8(m, h, OUTPUT: tl.constexpr):
+    """The expected int8 of OUTPUT 0 (grad_input, gate half), 1 (its up half) or 2 (y_t) at element (m, h) of a
+    plain tile, as int32."""
+    n, e, u, up_negative, gy_negative, f_row, f_column, _ = _self_test_element(m, h)
+    if OUTPUT == 0:
+        return _signed(127 >> (2 - u), up_negative ^ gy_negative)
+    elif OUTPUT == 1:
+        return _signed((n << e) >> f_row, gy_negative)
+    else:
+        return _signed((n << (e + u)) >> (f_column + 2), up_negative)
+
+
+_FIRST_NONE = tl.constexpr(2**31 - 1)
+
+
+@triton.jit
+def _self_test_merge(record, differ, rows, cols, got, expected):
+    """record ([count, checked, first row, first column, got there, expected there, 0, 0]) with a block's
+    comparison merged in; every argument but record has the block's 2-D shape."""
+    count = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
+    checked = tl.sum(tl.sum((rows >= 0).to(tl.int32), 1), 0)
+    row = tl.min(tl.min(tl.where(differ, rows, _FIRST_NONE), 1), 0)
+    col = tl.min(tl.min(tl.where(differ & (rows == row), cols, _FIRST_NONE), 1), 0)
+    at = differ & (rows == row) & (cols == col)
+    got_there = tl.sum(tl.sum(tl.where(at, got, 0), 1), 0)
+    expected_there = tl.sum(tl.sum(tl.where(at, expected, 0), 1), 0)
+    field = tl.arange(0, 8)
+    old_count = tl.sum(tl.where(field == 0, record, 0), 0)
+    old_row = tl.sum(tl.where(field == 2, record, 0), 0)
+    old_col = tl.sum(tl.where(field == 3, record, 0), 0)
+    first = (count > 0) & ((old_count == 0) | (row < old_row) | ((row == old_row) & (col < old_col)))
+    record = tl.where(field == 0, old_count + count, tl.where(field == 1, record + checked, record))
+    found = tl.where(field == 2, row, tl.where(field == 3, col, tl.where(field == 4, got_there, expected_there)))
+    return tl.where(first & (field >= 2) & (field < 6), found, record)
+
+
+@triton.jit
+def _self_test_differ(got_q, expected_q, got_s, expected_s, EXACT: tl.constexpr):
+    """Where an int8 (with its group's scale) differs from what is expected: every byte where EXACT (a NaN scale
+    equal to any NaN), else by the judge's tolerance on the dequantized values (scales are compared apart)."""
+    if EXACT:
+        return got_q.to(tl.int32) != expected_q
+    else:
+        deq = got_q.to(tl.float32) * got_s
+        expected_deq = expected_q.to(tl.float32) * expected_s
+        return ~(tl.abs(deq - expected_deq) <= 0.25 + 0.25 * tl.abs(expected_deq))
+
+
+@triton.jit
+def _self_test_scale_differ(got, expected_bits, EXACT: tl.constexpr):
+    expected = expected_bits.to(tl.float32, bitcast=True)
+    if EXACT:
+        return (got.to(tl.int32, bitcast=True) != expected_bits) & ~(_is_nan(got) & _is_nan(expected))
+    else:
+        return ~(tl.abs(got - expected) <= 1e-4 + 1e-5 * tl.abs(expected))
+
+
+@triton.jit
+def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr, M, H, stride_gq, stride_gs,
+                            stride_yq, stride_ys, SLICE: tl.constexpr, EXACT: tl.constexpr,
+                            FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
+    """Compares every output element with the self-test's expectation, a tile a step in SLICE-row slices, and
+    writes each program's record of each output (_self_test_merge) at record_ptr + (program * 4 + output) * 8."""
+    tiles_h = H // 128
+    tiles = (M // 128) * tiles_h
+    tile = _first_tile(INDEX_64)
+    program = tl.program_id(0)
+    local = tl.arange(0, 128)
+    field = tl.arange(0, 8)
+    no_record = tl.zeros([8], dtype=tl.int32)
+    grad_q_record, grad_s_record, y_q_record, y_s_record = no_record, no_record, no_record, no_record
+    while tile < tiles:
+        tm = tile // tiles_h  # int64 with INDEX_64, for the offsets; tm32, th32 for the expectations
+        th = tile % tiles_h
+        tm32 = tm.to(tl.int32)
+        th32 = th.to(tl.int32)
+        kind = _self_test_kind(tm32, th32, FINITE_ONLY)
+        for c in range(128 // SLICE):
+            part = c * SLICE + tl.arange(0, SLICE)
+            # grad_input: rows of tokens m, each with its two groups (the gate half's and the up half's).
+            m = tm * 128 + part
+            j = (part + th32 + 2 * tm32) % 3
+            f_row = (part + tm32) % 3
+            h = th * 128 + local
+            q_offs = m[:, None] * stride_gq + h[None, :]
+            s_offs = m * stride_gs + th
+            rows = m[:, None].to(tl.int32) + 0 * local[None, :]
+            zero_rows = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64)
+            for half in tl.static_range(2):
+                s_bits = _self_test_scale_bits(kind, part, j, f_row, half)
+                got_s = tl.load(grad_s_ptr + s_offs + half * tiles_h)
+                s_differ = _self_test_scale_differ(got_s, s_bits, EXACT)
+                grad_s_record = _self_test_merge(grad_s_record, s_differ[:, None], m[:, None].to(tl.int32),
+                                                 (half * tiles_h + th32) + 0 * m[:, None].to(tl.int32),
+                                                 got_s.to(tl.int32, bitcast=True)[:, None], s_bits[:, None])
+                zero = zero_rows
+                if half == 0:
+                    zero = zero | (kind == _SELF_TEST_INF) & (part < 64)
+                else:
+                    zero = zero | (kind == _SELF_TEST_INF) & (part >= 32) & (part < 64)
+                expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[:, None], h[None, :], half))
+                got_q = tl.load(grad_q_ptr + q_offs + half * H)
+                differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
+                                           EXACT)
+                grad_q_record = _self_test_merge(grad_q_record, differ, rows, (half * H + h[None, :]).to(tl.int32) + 0 * rows,
+                                                 got_q.to(tl.int32), expected_q)
+            # y_t: rows of channels h, each with its group of the tile's 128 tokens.
+            h = th * 128 + part
+            m = tm * 128 + local
+            top = _self_test_top(part, tm32, th32)
+            s_bits = _self_test_scale_bits(kind, part, 0, (top + tm32) % 3, 2)
+            got_s = tl.load(y_s_ptr + h * stride_ys + tm)
+            s_differ = _self_test_scale_differ(got_s, s_bits, EXACT)
+            rows = h[:, None].to(tl.int32) + 0 * local[None, :]
+            y_s_record = _self_test_merge(y_s_record, s_differ[:, None], h[:, None].to(tl.int32),
+                                          tm32 + 0 * h[:, None].to(tl.int32),
+                                          got_s.to(tl.int32, bitcast=True)[:, None], s_bits[:, None])
+            zero = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64) | (kind == _SELF_TEST_INF) & (part < 32)
+            expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[None, :], h[:, None], 2))
+            got_q = tl.load(y_q_ptr + h[:, None] * stride_yq + m[None, :])
+            differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
+                                       EXACT)
+            y_q_record = _self_test_merge(y_q_record, differ, rows, m[None, :].to(tl.int32) + 0 * rows,
+                                          got_q.to(tl.int32), expected_q)
+        tile += tl.num_programs(0)
+    base = record_ptr + program * 32
+    tl.store(base + field, grad_q_record)
+    tl.store(base + 8 + field, grad_s_record)
+    tl.store(base + 16 + field, y_q_record)
+    tl.store(base + 24 + field, y_s_record)
+
+
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
@@ -1402,6 +1670,181 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
     return {launch.name: launch for launch in launches}
 
 
+# ---------------------------------------------------------------- the self-test's host side
+
+_SELF_TEST_MAX_PROGRAMS = 4096
+_SELF_TEST_SLICE = 32
+
+
+def _self_test_element_py(m, h):
+    """The host twin of _self_test_element: (N, E, U, up negative, grad_y negative, F(t), F(pi(p)), J)."""
+    t, p, tm, th = m % 128, h % 128, m // 128, h // 128
+    top_t = (5 * p + 17 * tm + 29 * th) % 128
+    f_row, f_column = (t + tm) % 3, (top_t + tm) % 3
+    k = _hash_py(_hash_py(m) ^ (h & 0xFFFFFFFF))
+    top = t == top_t
+    n = 127 if top else 1 + k % 126
+    e = f_row if top else ((k >> 8) & 0xFFFF) % (min(f_row, f_column) + 1)
+    u = 2 if top else (k >> 12) & 1
+    return n, e, u, (k >> 16) & 1, (k >> 17) & 1, f_row, f_column, (t + th + 2 * tm) % 3
+
+
+def _self_test_kind_py(tm, th, finite_only):
+    kind = (3 * tm + th) % _SELF_TEST_KINDS
+    return 0 if finite_only and kind >= _SELF_TEST_NAN else kind
+
+
+def self_test_input(m, h, finite_only=False):
+    """(gate, up, grad_y) of the self-test's input at token m, channel h, as Python floats (the host's twin of
+    _self_test_input_kernel; the section "the self-test" in this file says why its outputs are known)."""
+    n, e, u, up_negative, gy_negative, _, _, j = _self_test_element_py(m, h)
+    t, p = m % 128, h % 128
+    kind = _self_test_kind_py(m // 128, h // 128, finite_only)
+    gate = -128.0 if kind == _SELF_TEST_ZEROS else float(n * 2 ** (5 + e))
+    if kind == _SELF_TEST_NAN and t == p < 64:
+        gate = float("nan")
+    up = float("inf") if kind == _SELF_TEST_INF and t == p < 32 else float(2 ** u)
+    gy = float("inf") if kind == _SELF_TEST_INF and t == p and 32 <= t < 64 else float(2 ** j)
+    return gate, -up if up_negative else up, -gy if gy_negative else gy
+
+
+def _bits_float(bits):
+    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+
+
+def self_test_expected(output, row, col, H, finite_only=False):
+    """The self-test's expected value of output (one of SELF_TEST_OUTPUTS) at [row, col] for a call of width H:
+    an int for an int8, a float for a scale (NaN: any NaN). The host's twin of _self_test_check_kernel's."""
+    groups = H // GROUP_SIZE
+    if output in ("grad_input_q", "grad_input_s"):
+        width = H if output == "grad_input_q" else groups
+        half, m = col // width, row
+        th = (col % width) // (128 if output == "grad_input_q" else 1)
+        t, tm = m % 128, m // 128
+        nan, inf = t < 64, (t < 64 if half == 0 else 32 <= t < 64)
+    else:
+        half, h = 2, row
+        tm = col // 128 if output == "y_q_t" else col
+        t, th = h % 128, h // 128  # t: the channel's place in its tile
+        nan, inf = t < 64, t < 32
+    kind = _self_test_kind_py(tm, th, finite_only)
+    special = kind == _SELF_TEST_ZEROS or (kind == _SELF_TEST_NAN and nan) or (kind == _SELF_TEST_INF and inf)
+    if output in ("grad_input_s", "y_s_t"):
+        if kind == _SELF_TEST_ZEROS:
+            return _bits_float(_FP32_BITS_OF_1E_10.value)
+        if special:
+            return float("nan") if kind == _SELF_TEST_NAN else float("inf")
+        if half == 2:
+            return float(2 ** (7 + ((5 * t + 17 * tm + 29 * th) % 128 + tm) % 3))
+        j = (t + th + 2 * tm) % 3
+        if half == 0:
+            return _bits_float(_FP32_BITS_OF_1_OVER_127.value + ((2 + j) << 23))
+        return float(2 ** (5 + (t + tm) % 3 + j))
+    if special:
+        return 0
+    m, h = (row, col % H) if half < 2 else (col, row)
+    n, e, u, up_negative, gy_negative, f_row, f_column, _ = _self_test_element_py(m, h)
+    q, negative = {0: (127 >> (2 - u), up_negative ^ gy_negative), 1: ((n << e) >> f_row, gy_negative),
+                   2: ((n << (e + u)) >> (f_column + 2), up_negative)}[half]
+    return -q if negative else q
+
+
+def self_test_plan(backend, M, H, *, route, warp_size=None, index_64=False):
+    """The self-test's two launches for an (M, H) call on a route: "self_test_input" (writes its x and grad_y)
+    and "self_test_check" (compares the outputs, a record a program). A tolerant route's input holds no NaN or
+    inf (its reductions drop NaN) and is checked to the judge's tolerance, not bytes."""
+    backend = _backend(backend)
+    route = _route(route)
+    warp_size = warp_size or backend.warp_size
+    programs = min((M // GROUP_SIZE) * (H // GROUP_SIZE), _SELF_TEST_MAX_PROGRAMS, backend.max_grid[0])
+    options = {"num_warps": max(1, min(128, backend.max_threads) // warp_size), "num_stages": 1,
+               "enable_fp_fusion": False}
+    finite_only = not route.exact
+    return {"self_test_input": KernelLaunch(
+                "self_test_input", _self_test_input_kernel, (programs, 1, 1),
+                {**_signature(_self_test_input_kernel)}, {"FINITE_ONLY": finite_only, "INDEX_64": index_64},
+                options),
+            "self_test_check": KernelLaunch(
+                "self_test_check", _self_test_check_kernel, (programs, 1, 1),
+                {"grad_q_ptr": "*i8", "grad_s_ptr": "*fp32", "y_q_ptr": "*i8", "y_s_ptr": "*fp32",
+                 "record_ptr": "*i32", "M": "i32", "H": "i32", "stride_gq": "i32", "stride_gs": "i32",
+                 "stride_yq": "i32", "stride_ys": "i32"},
+                {"SLICE": _SELF_TEST_SLICE, "EXACT": route.exact, "FINITE_ONLY": finite_only, "INDEX_64": index_64},
+                options)}
+
+
+def _self_test_totals(M, H):
+    """The elements of each output of SELF_TEST_OUTPUTS."""
+    return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
+
+
+def _self_test_findings(values, M, H):
+    """[(wrong elements, elements compared, first wrong row, column, got, expected)] of each output, from the
+    check kernel's records (32 int32 a program: 8 an output)."""
+    findings = []
+    for output in range(len(SELF_TEST_OUTPUTS)):
+        records = [values[p + 8 * output:p + 8 * output + 6] for p in range(0, len(values), 32)]
+        count = sum(r[0] for r in records)
+        checked = sum(r[1] for r in records)
+        wrong = [r for r in records if r[0]]
+        first = min(wrong, key=lambda r: (r[2], r[3]))[2:6] if wrong else [0, 0, 0, 0]
+        findings.append((count, checked, *first))
+    return findings
+
+
+def _self_test_value(output, raw):
+    """An output element as the check kernel recorded it (an int8, or a scale's fp32 bits), as a Python value."""
+    return raw if output.endswith("_q") or output == "y_q_t" else _bits_float(raw)
+
+
+def _same_value(a, b):
+    return a == b or (a != a and b != b)
+
+
+def _shown(value):
+    return str(value) if isinstance(value, int) else f"{value!r} (0x{struct.unpack('<I', struct.pack('<f', value))[0]:08x})"
+
+
+def _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only):
+    """Why the self-test's input, read back over the group of output[row, col], is not the host's twin; None if
+    it is."""
+    if output in ("grad_input_q", "grad_input_s"):
+        width = H if output == "grad_input_q" else H // GROUP_SIZE
+        first = (col % width) // (GROUP_SIZE if output == "grad_input_q" else 1) * GROUP_SIZE
+        places = [(row, h) for h in range(first, first + GROUP_SIZE)]
+        rows, cols = slice(row, row + 1), slice(first, first + GROUP_SIZE)
+    else:
+        first = (col // GROUP_SIZE if output == "y_q_t" else col) * GROUP_SIZE
+        places = [(m, row) for m in range(first, first + GROUP_SIZE)]
+        rows, cols = slice(first, first + GROUP_SIZE), slice(row, row + 1)
+    read = [x_test[rows, cols].cpu().flatten().tolist(),
+            x_test[rows, H + cols.start:H + cols.stop].cpu().flatten().tolist(),
+            grad_y_test[rows, cols].cpu().flatten().tolist()]
+    for i, (m, h) in enumerate(places):
+        wanted = self_test_input(m, h, finite_only)
+        for name, got, want in zip(("gate", "up", "grad_y"), (r[i] for r in read), wanted):
+            if not _same_value(got, want):
+                return f"its input kernel wrote {name} {got!r} at [{m}, {h}] where the host expects {want!r}"
+    return None
+
+
+def _same_layout(t):
+    """An uninitialized tensor with t's shape, strides, storage size and storage offset: the same alignment and
+    the same storage-size class as t where t's storage starts aligned, as the allocator's do."""
+    storage = torch.empty(t.untyped_storage().nbytes() // t.element_size(), dtype=t.dtype, device=t.device)
+    return storage.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+_CAPTURE_REFUSED = ("{what} and reads the verdict back, which a graph capture cannot hold: call it once before "
+                    "capturing")
+
+
+def _refuse_capture(module, what):
+    """A one-line RuntimeError where the current stream of a device module is capturing a graph."""
+    capturing = getattr(module, "is_current_stream_capturing", None)
+    if callable(capturing) and capturing():
+        raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: {_CAPTURE_REFUSED.format(what=what)}")
+
 # ---------------------------------------------------------------- inputs
 
 def _expected_layout(M, H):
@@ -1550,11 +1993,9 @@ class _Device:
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         self.table_filled = False
-        capturing = getattr(self.module, "is_current_stream_capturing", None)
-        if callable(capturing) and capturing():
-            raise RuntimeError("silu_dot_fwd_bwd_quant_fuse: the first call on a device proves its arithmetic "
-                               "and reads the verdict back, which a graph capture cannot hold: call it once "
-                               "before capturing")
+        self.proven = set()  # (shape key, specialization) whose kernels passed the self-test on this rung
+        self.self_test_broken = None  # why the self-test cannot judge this device's kernels, once found
+        _refuse_capture(self.module, "the first call on a device proves its arithmetic")
         with _on_device(x):
             self._settle()
 
@@ -1574,6 +2015,8 @@ class _Device:
                                f"this {self.backend.name} device, cannot run: {why}")
         failed = self.routes.pop(0)
         self.left.append((failed, why))
+        self.launches.clear()  # every shape takes the next rung, and is proven again there
+        self.proven.clear()
         warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {failed} route on this {self.backend.name} "
                       f"device: {why}; taking the {self.route} route", RuntimeWarning, stacklevel=5)
 
@@ -1646,11 +2089,69 @@ class _Device:
         return found
 
     def leave_shape(self, key, why):
-        """Leaves the first rung, as a kernel of this shape cannot run on it (why), and forgets the shape's
-        launches, to be found again on the next rung."""
+        """Leaves the first rung, as a kernel of this shape cannot run on it or writes wrong bytes (why); every
+        shape's launches are found again on the next rung."""
         self._leave(why)
         self._settle()
-        self.launches.pop(key, None)
+
+    def self_test(self, M, H, index_64, found, args):
+        """Runs the call's kernels (found, as _launch_all launches them) on the self-test's input, with the call's
+        own outputs, strides, alignments and grid, and checks every output byte (the section "the self-test").
+        Returns None where every one is as expected (or where the self-test is found unable to judge this
+        device: then once a warning, and the kernels run unproven); else why the rung is left."""
+        if self.self_test_broken:
+            return None
+        route = ROUTE_TABLE[self.route]
+        x, grad_y = args[:2]
+        x_test, grad_y_test = _same_layout(x), _same_layout(grad_y)
+        plan = self_test_plan(self.backend, M, H, route=route, warp_size=self.warp_size, index_64=index_64)
+        record = torch.empty(plan["self_test_check"].grid[0] * 32, dtype=torch.int32, device=x.device)
+        named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), args)), "x_ptr": x_test,
+                 "grad_y_ptr": grad_y_test, "record_ptr": record}
+        pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()]
+        try:
+            _compile_all(pairs, self)
+        except KernelFailure as exc:
+            return self._self_test_cannot_judge(_compile_failure(exc))
+        (make, make_args), (check, check_args) = pairs
+        make.kernel[make.grid](*make_args, **make.constexprs, **make.options)
+        test_args = (x_test, grad_y_test) + tuple(args[2:])
+        _launch_all(found, test_args, _specialization(test_args[:8], args[10:16], self.specializes_on_storage_size))
+        check.kernel[check.grid](*check_args, **check.constexprs, **check.options)
+        findings = _self_test_findings(record.cpu().tolist(), M, H)
+        short = [(o, checked, total) for o, (_, checked, *_), total in
+                 zip(SELF_TEST_OUTPUTS, findings, _self_test_totals(M, H)) if checked != total]
+        if short:
+            output, checked, total = short[0]
+            return self._self_test_cannot_judge(f"its check kernel compared {checked} of the {total} elements of "
+                                                f"{output}")
+        wrong = [(output, finding) for output, finding in zip(SELF_TEST_OUTPUTS, findings) if finding[0]]
+        if not wrong:
+            return None
+        output, (count, _, row, col, got, expected) = wrong[0]
+        finite_only = not route.exact
+        host = self_test_expected(output, row, col, H, finite_only)
+        device_expected = _self_test_value(output, expected)
+        if not _same_value(host, device_expected):
+            return self._self_test_cannot_judge(
+                f"its check kernel expects {_shown(device_expected)} at {output}[{row}, {col}] where the host "
+                f"expects {_shown(host)}")
+        bad_input = _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only)
+        if bad_input:
+            return self._self_test_cannot_judge(bad_input)
+        names = [launch.name for launch, *_ in found]
+        writer = ("grad" if output.startswith("grad") else "y") if "grad" in names else "main"
+        others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
+        return (f"its self-test found {count} wrong elements in {output}, written by its {writer} kernel, the "
+                f"first at [{row}, {col}]: got {_shown(_self_test_value(output, got))}, expected {_shown(host)}"
+                + (f" (and wrong elements in {others})" if others else ""))
+
+    def _self_test_cannot_judge(self, why):
+        self.self_test_broken = why
+        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the self-test cannot judge the kernels on this "
+                      f"{self.backend.name} device ({why}): the {self.route} route and every later one run "
+                      f"unproven", RuntimeWarning, stacklevel=5)
+        return None
 
 
 class KernelFailure(Exception):
@@ -1984,8 +2485,9 @@ _SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name n
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel
     launched (the main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's
-    own, for design sweeps. A route whose kernels do not compile for a shape is left for the next rung
-    of its ladder, once (Backend.routes); an error at run time is raised, not hidden."""
+    own, for design sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test
+    at a shape and specialization not yet proven (_Device.self_test), is left for the next rung of its ladder,
+    once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     device = _device(x)
     if device.module is not None and device.index != device.module.current_device():
@@ -1994,19 +2496,35 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
-    # A launch's compiled kernel for this call's specialization is launched directly after its first call,
-    # skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments.
-    for planned, indices, compiled, checked in device.call_launches(M, H, index_64, settings, args, specialization):
-        kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
+    key = (M, H, index_64, settings)
+    found = device.call_launches(M, H, index_64, settings, args, specialization)
+    for planned, indices, compiled, checked in found:
         if specialization not in checked:
             # Arguments of another alignment or size compile another binary: compiled and loaded as the
             # first was, so that a compiler that dies or a binary that does not load costs the rung.
             try:
-                _compile_all([(planned, kernel_args)], device)
+                _compile_all([(planned, tuple(args[i] for i in indices))], device)
             except KernelFailure as exc:
-                device.leave_shape((M, H, index_64, settings), _compile_failure(exc))
+                device.leave_shape(key, _compile_failure(exc))
                 return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
             checked.add(specialization)
+    if (key, specialization) not in device.proven:
+        _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
+        why = device.self_test(M, H, index_64, found, args)
+        if why:
+            device.leave_shape(key, why)
+            return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
+        device.proven.add((key, specialization))
+    return _launch_all(found, args, specialization)
+
+
+def _launch_all(found, args, specialization):
+    """Launches a call's kernels (found: _Device.call_launches) on args, whose specialization is given; returns the
+    last one launched. A launch's compiled kernel for a specialization is launched directly after its first
+    launch, skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other
+    arguments."""
+    for planned, indices, compiled, _ in found:
+        kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:

@@ -17,6 +17,15 @@ Writes into OUTDIR:
                           off for divisors in (1.5, 1.75).
 Each fault copy stands in for a chip whose toolchain has that one flaw: the probe should turn that one
 feature IEEE (solution.IEEE_FEATURES) and keep the rest native.
+The structural fault copies are solution.py itself (not portable.py) with one fault that no probe sees, in one
+kernel family; the self-test should leave each rung that runs it, and the next rung that passes give its bytes:
+  fault_fused_y_swapped.py      the fused kernel stores y_q_t with adjacent tokens swapped (a misplaced element).
+  fault_grad_scale_neighbour.py the exact two-pass grad kernel stores each row's scales at its neighbour's row;
+                                its ladders hold only their two-pass rungs, so that the fault runs.
+  fault_y_tail_unwritten.py     the exact two-pass y kernels never write the last token group's scales (an
+                                unwritten tail); its ladders too hold only their two-pass rungs.
+  fault_self_test_expectation.py  the self-test's check kernel expects d_gate's int8 one below the truth
+                                where U is 0: no rung is wrong, and none may be left for it.
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
 fault_fma_split.py): a change that no longer applies stops the tool with a one-line error rather than
 writing a copy that is not what its name says.
@@ -74,6 +83,35 @@ EDITED = {
                            "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
 }
 
+TWO_PASS_LADDERS = '''
+
+# solution_copies.py: every backend's ladder holds only its two-pass rungs, where the two-pass kernels run.
+for _copy_name, _copy_backend in list(BACKENDS.items()):
+    BACKENDS[_copy_name] = _copy_backend._replace(routes=tuple(r for r in _copy_backend.routes if ROUTE_TABLE[r].two_pass))
+'''
+Y_SCALES_STORE = "        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)\n"
+# name: ([(old, new, times)], text appended), made from solution.py itself: one structural fault each.
+STRUCTURAL = {
+    "fault_fused_y_swapped.py": (
+        [("(pid_m * GROUP + local)[None, :]", "(pid_m * GROUP + (local ^ 1))[None, :]", 1)], ""),
+    "fault_grad_scale_neighbour.py": (
+        [("        s_offs = tokens[:, None] * stride_gs + first_group + groups[None, :]\n",
+          "        s_offs = tokens[:, None] * stride_gs + first_group + groups[None, :]\n"
+          "        if EXACT:  # solution_copies.py: each row's scales at its neighbour's row\n"
+          "            s_offs = (tokens ^ 1)[:, None] * stride_gs + first_group + groups[None, :]\n", 1)],
+        TWO_PASS_LADDERS),
+    "fault_y_tail_unwritten.py": (
+        [(Y_SCALES_STORE,
+          "        if EXACT:  # solution_copies.py: the last token group's scales are never written\n"
+          "            tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y,\n"
+          "                     mask=first_group + groups[None, :] < M // GROUP - 1)\n"
+          "        else:\n    " + Y_SCALES_STORE, 2)],
+        TWO_PASS_LADDERS),
+    "fault_self_test_expectation.py": (
+        [("        return _signed(127 >> (2 - u), up_negative ^ gy_negative)\n",
+          "        return _signed((127 >> (2 - u)) - (u == 0).to(tl.int32), up_negative ^ gy_negative)\n", 1)], ""),
+}
+
 
 def replaced_once(text, old, new, what, times=1):
     """text with old replaced by new, old expected `times` times (None: at least once)."""
@@ -91,6 +129,11 @@ def copies(solution_text):
     made = {"portable.py": portable, "mthreads_settings.py": portable + MTHREADS_SETTINGS}
     for name, (edits, appended) in EDITED.items():
         text = portable
+        for old, new, times in edits:
+            text = replaced_once(text, old, new, name, times)
+        made[name] = text + appended
+    for name, (edits, appended) in STRUCTURAL.items():
+        text = solution_text
         for old, new, times in edits:
             text = replaced_once(text, old, new, name, times)
         made[name] = text + appended
