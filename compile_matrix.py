@@ -9,8 +9,9 @@ which builds on this module.
 For each target backend:arch the solution's backend is the entry of its BACKENDS that SOLUTION_BACKEND
 names for the target's backend, the warp size the one parse_target gives (as Triton's HIPOptions sets it
 on hip; on npu 0, as triton-ascend's driver reports), and every kernel of its
-launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is compiled, once per
-distinct launch (kernel, constexprs, compile options) that the benchmark and hidden_like shapes choose.
+launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is compiled, with the
+self-test's kernels (self_test_plan, where the solution has one), once per distinct launch (kernel,
+constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
@@ -193,8 +194,22 @@ def launch_key(launch):
 def planned_launch(solution, job):
     """The launch a job compiles, rebuilt from the launch_plan call that made it: job["plan"] holds that
     call's arguments, job["launch"] the launch's key in what it returned."""
-    plan_call = job["plan"]
-    return solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])[job["launch"]]
+    return planned(solution, job["plan"])[job["launch"]]
+
+
+def plan_calls(solution, backend_name, M, H, route, ieee, **kwargs):
+    """The calls that plan a route's launches for a shape, in one of its compositions: launch_plan's and, where
+    the solution has a self-test (self_test_plan), the self-test's kernels', which no composition changes."""
+    calls = [{"args": [backend_name, M, H], "kwargs": plan_kwargs(route, ieee, **kwargs)}]
+    if callable(getattr(solution, "self_test_plan", None)) and not ieee:
+        calls.append({"function": "self_test_plan", "args": [backend_name, M, H],
+                      "kwargs": {"route": route, "warp_size": kwargs.get("warp_size")}})
+    return calls
+
+
+def planned(solution, plan_call):
+    """{name: launch} of one of plan_calls' calls."""
+    return getattr(solution, plan_call.get("function", "launch_plan"))(*plan_call["args"], **plan_call["kwargs"])
 
 
 def ladder(solution, backend):
@@ -229,9 +244,9 @@ def plan(solution_path, targets):
         seen, labels = {}, {}
         for route, ieee, (label, M, H) in ((r, i, s) for r in ladder(solution, solution_backend)
                                            for i in compositions(solution, r) for s in shapes):
-            plan_call = {"args": [solution_backend.name, M, H],
-                         "kwargs": plan_kwargs(route, ieee, arch=arch, sm_count=sm_count, warp_size=warp_size)}
-            for name, launch in solution.launch_plan(*plan_call["args"], **plan_call["kwargs"]).items():
+            calls = plan_calls(solution, solution_backend.name, M, H, route, ieee, arch=arch, sm_count=sm_count,
+                               warp_size=warp_size)
+            for plan_call, (name, launch) in ((c, item) for c in calls for item in planned(solution, c).items()):
                 key = launch_key(launch)
                 if key in seen:
                     seen[key]["shapes"] += label not in labels[key]

@@ -749,15 +749,15 @@ def plan_row(solution, row_index, shapes):
     jobs, refused = {}, []
     for route, ieee, (label, M, H) in ((r, i, s) for r in compile_matrix.ladder(solution, backend)
                                        for i in compile_matrix.compositions(solution, r) for s in shapes):
-        plan_call = {"args": [row.backend, M, H],
-                     "kwargs": compile_matrix.plan_kwargs(route, ieee, arch=row.plan_arch, sm_count=row.sm_count,
-                                                          warp_size=reported_warp_size)}
+        calls = compile_matrix.plan_calls(solution, row.backend, M, H, route, ieee, arch=row.plan_arch,
+                                          sm_count=row.sm_count, warp_size=reported_warp_size)
         try:
-            launches = solution.launch_plan(*plan_call["args"], **plan_call["kwargs"])
+            launches = [(call, name, launch) for call in calls
+                        for name, launch in compile_matrix.planned(solution, call).items()]
         except Exception as exc:
             refused.append((label, f"the {route} route's launch_plan raised {type(exc).__name__}: {exc}"))
             continue
-        for name, launch in launches.items():
+        for plan_call, name, launch in launches:
             key = compile_matrix.launch_key(launch)
             job = jobs.get(key)
             if job is None:

@@ -1009,8 +1009,10 @@ def _probe_input(check, k, size):
 # value's integer part of N shifted: y +-(N << (E+U)) >> (F(pi(p)) + 2), d_up +-(N << E) >> F(t), d_gate
 # +-127 >> (2 - U) (2**-d / fp32(1/127) lies just above 127 / 2**d). A FINITE_ONLY input (the tolerant rungs,
 # whose reductions drop NaN) has plain tiles in place of kinds 5 and 6.
-_SELF_TEST_KINDS = 7
-_SELF_TEST_ZEROS, _SELF_TEST_NAN, _SELF_TEST_INF = 4, 5, 6
+_SELF_TEST_KINDS = tl.constexpr(7)
+_SELF_TEST_ZEROS = tl.constexpr(4)
+_SELF_TEST_NAN = tl.constexpr(5)
+_SELF_TEST_INF = tl.constexpr(6)
 _FP32_BITS_OF_1_OVER_127 = tl.constexpr(0x3C010204)
 _FP32_BITS_OF_1E_10 = tl.constexpr(0x2EDBE6FF)
 _FP32_BITS_OF_INF = tl.constexpr(0x7F800000)
@@ -1020,7 +1022,7 @@ SELF_TEST_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 
 @triton.jit
 def _self_test_kind(tm, th, FINITE_ONLY: tl.constexpr):
-    kind = (3 * tm + th) % 7
+    kind = (3 * tm + th) % _SELF_TEST_KINDS
     if FINITE_ONLY:
         kind = tl.where(kind >= _SELF_TEST_NAN, 0, kind)
     return kind
@@ -1690,8 +1692,8 @@ def _self_test_element_py(m, h):
 
 
 def _self_test_kind_py(tm, th, finite_only):
-    kind = (3 * tm + th) % _SELF_TEST_KINDS
-    return 0 if finite_only and kind >= _SELF_TEST_NAN else kind
+    kind = (3 * tm + th) % _SELF_TEST_KINDS.value
+    return 0 if finite_only and kind >= _SELF_TEST_NAN.value else kind
 
 
 def self_test_input(m, h, finite_only=False):
@@ -1700,11 +1702,11 @@ def self_test_input(m, h, finite_only=False):
     n, e, u, up_negative, gy_negative, _, _, j = _self_test_element_py(m, h)
     t, p = m % 128, h % 128
     kind = _self_test_kind_py(m // 128, h // 128, finite_only)
-    gate = -128.0 if kind == _SELF_TEST_ZEROS else float(n * 2 ** (5 + e))
-    if kind == _SELF_TEST_NAN and t == p < 64:
+    gate = -128.0 if kind == _SELF_TEST_ZEROS.value else float(n * 2 ** (5 + e))
+    if kind == _SELF_TEST_NAN.value and t == p < 64:
         gate = float("nan")
-    up = float("inf") if kind == _SELF_TEST_INF and t == p < 32 else float(2 ** u)
-    gy = float("inf") if kind == _SELF_TEST_INF and t == p and 32 <= t < 64 else float(2 ** j)
+    up = float("inf") if kind == _SELF_TEST_INF.value and t == p < 32 else float(2 ** u)
+    gy = float("inf") if kind == _SELF_TEST_INF.value and t == p and 32 <= t < 64 else float(2 ** j)
     return gate, -up if up_negative else up, -gy if gy_negative else gy
 
 
@@ -1728,12 +1730,12 @@ def self_test_expected(output, row, col, H, finite_only=False):
         t, th = h % 128, h // 128  # t: the channel's place in its tile
         nan, inf = t < 64, t < 32
     kind = _self_test_kind_py(tm, th, finite_only)
-    special = kind == _SELF_TEST_ZEROS or (kind == _SELF_TEST_NAN and nan) or (kind == _SELF_TEST_INF and inf)
+    special = kind == _SELF_TEST_ZEROS.value or (kind == _SELF_TEST_NAN.value and nan) or (kind == _SELF_TEST_INF.value and inf)
     if output in ("grad_input_s", "y_s_t"):
-        if kind == _SELF_TEST_ZEROS:
+        if kind == _SELF_TEST_ZEROS.value:
             return _bits_float(_FP32_BITS_OF_1E_10.value)
         if special:
-            return float("nan") if kind == _SELF_TEST_NAN else float("inf")
+            return float("nan") if kind == _SELF_TEST_NAN.value else float("inf")
         if half == 2:
             return float(2 ** (7 + ((5 * t + 17 * tm + 29 * th) % 128 + tm) % 3))
         j = (t + th + 2 * tm) % 3

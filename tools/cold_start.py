@@ -7,7 +7,8 @@ filled, a native rung's probe run; a child process compiles each kernel first).
 Each run is a new Python process with its own empty TRITON_CACHE_DIR: it imports torch and starts CUDA
 (timed apart: a judge has done both before it imports a solution), then prints the solution's import
 time, the first call's time (to the end of the GPU's work), their sum (the cold start), the second
-call's, and the ladder the call took.
+call's, what the first call of each further benchmark shape adds to its second (its self-test, and any
+compile it needs), and the ladder the call took.
 """
 import argparse
 import json
@@ -40,9 +41,23 @@ first = time.perf_counter()
 solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
 torch.cuda.synchronize()
 second = time.perf_counter()
+further = {{}}
+for label, M, H in harness.load_shapes("benchmark"):
+    if (M, H) == ({M}, {H}):
+        continue
+    x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
+    out = harness.new_outputs(M, H, device="cuda")
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(2):
+        begin = time.perf_counter()
+        solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - begin)
+    further[label] = (times[0] - times[1]) * 1e3
 ladder = harness.route_ladder(solution, "cuda")
 print(json.dumps({{"torch_s": start - begin_torch, "import_s": imported - start, "first_call_s": first - begin, "second_call_ms": (second - first) * 1e3,
-                  "ladder": ladder}}))
+                  "further_first_call_extra_ms": further, "ladder": ladder}}))
 """
 
 
@@ -82,6 +97,9 @@ def main(argv=None):
               f"import {r['import_s']:.2f} s, first call "
               f"{r['first_call_s']:.2f} s, import + first call {r['import_s'] + r['first_call_s']:.2f} s, "
               f"second call {r['second_call_ms']:.2f} ms")
+        extra = sorted(r["further_first_call_extra_ms"].values())
+        print(f"  each further benchmark shape's first call, less its second: {extra[0]:.1f} to {extra[-1]:.1f} ms "
+              f"(median {extra[len(extra) // 2]:.1f} ms, {len(extra)} shapes)")
         for route, how in r["ladder"]:
             if how != "not tried":
                 print(f"  {route}: {how}")

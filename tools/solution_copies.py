@@ -21,9 +21,9 @@ The structural fault copies are solution.py itself (not portable.py) with one fa
 kernel family; the self-test should leave each rung that runs it, and the next rung that passes give its bytes:
   fault_fused_y_swapped.py      the fused kernel stores y_q_t with adjacent tokens swapped (a misplaced element).
   fault_grad_scale_neighbour.py the exact two-pass grad kernel stores each row's scales at its neighbour's row;
-                                its ladders hold only their two-pass rungs, so that the fault runs.
+                                its ladders start with their exact two-pass rungs, so that the fault runs.
   fault_y_tail_unwritten.py     the exact two-pass y kernels never write the last token group's scales (an
-                                unwritten tail); its ladders too hold only their two-pass rungs.
+                                unwritten tail); its ladders too start with their exact two-pass rungs.
   fault_self_test_expectation.py  the self-test's check kernel expects d_gate's int8 one below the truth
                                 where U is 0: no rung is wrong, and none may be left for it.
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
@@ -85,9 +85,11 @@ EDITED = {
 
 TWO_PASS_LADDERS = '''
 
-# solution_copies.py: every backend's ladder holds only its two-pass rungs, where the two-pass kernels run.
+# solution_copies.py: every backend's ladder starts with its exact two-pass rungs, where the two-pass kernels run.
 for _copy_name, _copy_backend in list(BACKENDS.items()):
-    BACKENDS[_copy_name] = _copy_backend._replace(routes=tuple(r for r in _copy_backend.routes if ROUTE_TABLE[r].two_pass))
+    _copy_first = tuple(r for r in _copy_backend.routes if ROUTE_TABLE[r].two_pass and ROUTE_TABLE[r].exact)
+    BACKENDS[_copy_name] = _copy_backend._replace(
+        routes=_copy_first + tuple(r for r in _copy_backend.routes if r not in _copy_first))
 '''
 Y_SCALES_STORE = "        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)\n"
 # name: ([(old, new, times)], text appended), made from solution.py itself: one structural fault each.

@@ -1,0 +1,79 @@
+"""Times the two-pass kernels one at a time on the GPU, each with several settings, beside the nvidia route's
+fused kernel and a same-bytes copy of each kernel's own traffic: where a two-pass rung's time goes.
+
+For each shape: the nvidia route's call; then for the grad kernel (ROWS tokens x GROUPS groups, warps) and the y
+kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), the exact (IEEE) math and the
+tolerant math (EXACT=False: the reference's operations, no IEEE sigmoid), each against a copy of the same bytes.
+Usage: python tools/research/two_pass_kernels.py [--shapes MxH ...] [--json PATH]
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import harness  # noqa: E402
+from measure import do_bench, same_bytes_copy_us  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
+    parser.add_argument("--shapes", nargs="*", default=["4096x4096", "8192x2560", "1024x2560"])
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    sol = harness.load_solution(args.solution, name="solution_two_pass")
+    rows = []
+    for shape in args.shapes:
+        M, H = (int(v) for v in shape.split("x"))
+        x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
+        out = harness.new_outputs(M, H, "cuda")
+        with harness.route_forced("nvidia"):
+            sol.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+        nvidia_us = do_bench(lambda: sol.silu_dot_fwd_bwd_quant_fuse(x, gy, *out))
+        table = torch.empty(2 * 4096, dtype=torch.float32, device="cuda")
+        scratch = torch.empty(1, dtype=torch.bfloat16, device="cuda")
+        strides = (x.stride(0), gy.stride(0), out[0].stride(0), out[1].stride(0), out[2].stride(0), out[3].stride(0))
+        full = (x, gy, *out, table, scratch, M, H, *strides)
+        names = [n for n, _ in sol.KERNEL_ARGUMENTS]
+        grad_bytes = 6 * M * H + 2 * M * H + M * (2 * H // 128) * 4
+        y_bytes = 4 * M * H + M * H + H * (M // 128) * 4
+        grad_copy = same_bytes_copy_us(grad_bytes)
+        y_copy = same_bytes_copy_us(y_bytes)
+        print(f"{M}x{H}: nvidia {nvidia_us:.1f} us; copy of grad's bytes {grad_copy:.1f}, of y's {y_copy:.1f}", flush=True)
+        row = {"M": M, "H": H, "nvidia_us": nvidia_us, "grad_copy_us": grad_copy, "y_copy_us": y_copy, "variants": []}
+
+        def time_kernel(kernel, constexprs, warps, tiles):
+            a = tuple(full[names.index(n)] for n in kernel.arg_names if n in names)
+            grid = (tiles, 1, 1)
+            opts = {"num_warps": warps, "num_stages": 1, "enable_fp_fusion": False}
+            kernel[grid](*a, **constexprs, **opts)
+            return do_bench(lambda: kernel[grid](*a, **constexprs, **opts))
+
+        base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False}
+        for exact in (True, False):
+            math = {"EXACT": exact, "NPU_DIVISION": not exact}
+            for rows_, groups, warps in ((32, 1, 4), (32, 1, 8), (16, 1, 4), (64, 1, 8), (32, 2, 8), (8, 4, 4)):
+                if (H // 128) % groups:
+                    continue
+                us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
+                                 M // rows_ * (H // 128 // groups))
+                label = f"grad exact={exact} rows={rows_} groups={groups} warps={warps}"
+                print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
+                row["variants"].append({"label": label, "us": us})
+            for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
+                for ch, groups, warps in ((32, 1, 4), (32, 1, 8), (64, 1, 8), (16, 1, 4), (64, 2, 8), (128, 1, 8)):
+                    us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
+                                     H // ch * (M // 128 // groups))
+                    label = f"{kernel.__name__} exact={exact} channels={ch} groups={groups} warps={warps}"
+                    print(f"  {label}: {us:.1f} us ({y_copy / us:.0%} of copy)", flush=True)
+                    row["variants"].append({"label": label, "us": us})
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
