@@ -1064,13 +1064,17 @@ def _signed(v, negative):
     return tl.where(negative == 1, -v, v)
 
 
-@triton.jit
+# The self-test's kernels specialize on no integer: one binary serves every shape and stride.
+_SELF_TEST_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
+
+
+@triton.jit(do_not_specialize=_SELF_TEST_UNSPECIALIZED)
 def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_gy,
-                            stride_gq, stride_gs, stride_yq, stride_ys, FINITE_ONLY: tl.constexpr,
-                            INDEX_64: tl.constexpr):
-    """Writes the self-test's x and grad_y (see the section's comment), a 128 x 128 tile a step, and poisons
-    the tile's outputs with values no output takes (int8 -128, scale -1), so that an output the kernels leave
-    unwritten differs whatever the buffers held before."""
+                            stride_gq, stride_gs, stride_yq, stride_ys, SLICE: tl.constexpr,
+                            FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
+    """Writes the self-test's x and grad_y (see the section's comment), a 128 x 128 tile a step in SLICE-row
+    slices, and poisons the tile's outputs with values no output takes (int8 -128, scale -1), so that an output
+    the kernels leave unwritten differs whatever the buffers held before."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1078,31 +1082,34 @@ def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, 
     while tile < tiles:
         tm = tile // tiles_h  # int64 with INDEX_64, for the offsets
         th = tile % tiles_h
-        m = tm * 128 + local[:, None]
-        h = th * 128 + local[None, :]
-        n, e, u, up_negative, gy_negative, _, _, j = _self_test_element(m, h)
         kind = _self_test_kind(tm.to(tl.int32), th.to(tl.int32), FINITE_ONLY)
-        gate = n.to(tl.float32) * _power_of_two(5 + e)
-        gate = tl.where(kind == _SELF_TEST_ZEROS, -128.0, gate)
-        diagonal = local[:, None] == local[None, :]
-        nan = tl.full([128, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
-        inf = tl.full([128, 128], _FP32_BITS_OF_INF, tl.int32).to(tl.float32, bitcast=True)
-        gate = tl.where((kind == _SELF_TEST_NAN) & diagonal & (local[:, None] < 64), nan, gate)
-        up = tl.where((kind == _SELF_TEST_INF) & diagonal & (local[:, None] < 32), inf, _power_of_two(u))
-        gy = tl.where((kind == _SELF_TEST_INF) & diagonal & (local[:, None] >= 32) & (local[:, None] < 64), inf,
-                      _power_of_two(j))
-        x_offs = m * stride_x + h
-        tl.store(x_ptr + x_offs, gate.to(tl.bfloat16))
-        tl.store(x_ptr + x_offs + H, _signed(up, up_negative).to(tl.bfloat16))
-        tl.store(grad_y_ptr + m * stride_gy + h, _signed(gy, gy_negative).to(tl.bfloat16))
-        poison_q = tl.full([128, 128], -128, tl.int8)
-        poison_s = tl.full([128], -1.0, tl.float32)
-        tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
-        tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
-        tl.store(grad_s_ptr + (tm * 128 + local) * stride_gs + th, poison_s)
-        tl.store(grad_s_ptr + (tm * 128 + local) * stride_gs + tiles_h + th, poison_s)
-        tl.store(y_q_ptr + (th * 128 + local)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
-        tl.store(y_s_ptr + (th * 128 + local) * stride_ys + tm, poison_s)
+        for c in range(128 // SLICE):
+            part = c * SLICE + tl.arange(0, SLICE)
+            m = tm * 128 + part[:, None]
+            h = th * 128 + local[None, :]
+            n, e, u, up_negative, gy_negative, _, _, j = _self_test_element(m, h)
+            gate = n.to(tl.float32) * _power_of_two(5 + e)
+            gate = tl.where(kind == _SELF_TEST_ZEROS, -128.0, gate)
+            diagonal = part[:, None] == local[None, :]
+            nan = tl.full([SLICE, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
+            inf = tl.full([SLICE, 128], _FP32_BITS_OF_INF, tl.int32).to(tl.float32, bitcast=True)
+            gate = tl.where((kind == _SELF_TEST_NAN) & diagonal & (part[:, None] < 64), nan, gate)
+            up = tl.where((kind == _SELF_TEST_INF) & diagonal & (part[:, None] < 32), inf, _power_of_two(u))
+            gy = tl.where((kind == _SELF_TEST_INF) & diagonal & (part[:, None] >= 32) & (part[:, None] < 64), inf,
+                          _power_of_two(j))
+            x_offs = m * stride_x + h
+            tl.store(x_ptr + x_offs, gate.to(tl.bfloat16))
+            tl.store(x_ptr + x_offs + H, _signed(up, up_negative).to(tl.bfloat16))
+            tl.store(grad_y_ptr + m * stride_gy + h, _signed(gy, gy_negative).to(tl.bfloat16))
+            poison_q = tl.full([SLICE, 128], -128, tl.int8)
+            poison_s = tl.full([SLICE], -1.0, tl.float32)
+            tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
+            tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
+            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + th, poison_s)
+            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + tiles_h + th, poison_s)
+            # y_t's rows are channels: the slice's channels, every token of the tile.
+            tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
+            tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
         tile += tl.num_programs(0)
 
 
@@ -1182,7 +1189,7 @@ def _self_test_scale_differ(got, expected_bits, EXACT: tl.constexpr):
         return ~(tl.abs(got - expected) <= 1e-4 + 1e-5 * tl.abs(expected))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=_SELF_TEST_UNSPECIALIZED)
 def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr, M, H, stride_gq, stride_gs,
                             stride_yq, stride_ys, SLICE: tl.constexpr, EXACT: tl.constexpr,
                             FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
@@ -1326,7 +1333,7 @@ ROUTE_TABLE = {r.name: r for r in (
     Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512),
     # The last exact rung: two kernels of loads, stores, IEEE arithmetic and reductions along the last
     # axis, with no scratch, gather, inline asm, vendor option or barrier.
-    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, y_chunk=32),
+    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, threads=128, chunk=16, y_chunk=16),
     # Ascend's own rungs (its compiler splits tl.fma, so native arithmetic cannot be proven there): first
     # y transposed in registers, then y from column loads (what a public entry ran there).
     Route("ascend_transposed", native_math=False, sigmoid_table=False, transpose_in_registers=True,
@@ -1674,8 +1681,10 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
 
 # ---------------------------------------------------------------- the self-test's host side
 
+# Programs of the input kernel, and of the check kernel (whose records the host reads: 128 bytes a program).
 _SELF_TEST_MAX_PROGRAMS = 4096
-_SELF_TEST_SLICE = 32
+_SELF_TEST_CHECK_PROGRAMS = 256
+_SELF_TEST_SLICE = 16
 
 
 def _self_test_element_py(m, h):
@@ -1758,16 +1767,18 @@ def self_test_plan(backend, M, H, *, route, warp_size=None, index_64=False):
     backend = _backend(backend)
     route = _route(route)
     warp_size = warp_size or backend.warp_size
-    programs = min((M // GROUP_SIZE) * (H // GROUP_SIZE), _SELF_TEST_MAX_PROGRAMS, backend.max_grid[0])
+    tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
+    programs = min(tiles, _SELF_TEST_MAX_PROGRAMS, backend.max_grid[0])
+    check_programs = min(tiles, _SELF_TEST_CHECK_PROGRAMS, backend.max_grid[0])
     options = {"num_warps": max(1, min(128, backend.max_threads) // warp_size), "num_stages": 1,
                "enable_fp_fusion": False}
     finite_only = not route.exact
     return {"self_test_input": KernelLaunch(
                 "self_test_input", _self_test_input_kernel, (programs, 1, 1),
-                {**_signature(_self_test_input_kernel)}, {"FINITE_ONLY": finite_only, "INDEX_64": index_64},
-                options),
+                _signature(_self_test_input_kernel),
+                {"SLICE": _SELF_TEST_SLICE, "FINITE_ONLY": finite_only, "INDEX_64": index_64}, options),
             "self_test_check": KernelLaunch(
-                "self_test_check", _self_test_check_kernel, (programs, 1, 1),
+                "self_test_check", _self_test_check_kernel, (check_programs, 1, 1),
                 {"grad_q_ptr": "*i8", "grad_s_ptr": "*fp32", "y_q_ptr": "*i8", "y_s_ptr": "*fp32",
                  "record_ptr": "*i32", "M": "i32", "H": "i32", "stride_gq": "i32", "stride_gs": "i32",
                  "stride_yq": "i32", "stride_ys": "i32"},
@@ -1997,6 +2008,7 @@ class _Device:
         self.table_filled = False
         self.proven = set()  # (shape key, specialization) whose kernels passed the self-test on this rung
         self.self_test_broken = None  # why the self-test cannot judge this device's kernels, once found
+        self.self_test_compiled = set()  # the self-test's launches and specializations compiled here
         _refuse_capture(self.module, "the first call on a device proves its arithmetic")
         with _on_device(x):
             self._settle()
@@ -2111,10 +2123,17 @@ class _Device:
         named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), args)), "x_ptr": x_test,
                  "grad_y_ptr": grad_y_test, "record_ptr": record}
         pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()]
-        try:
-            _compile_all(pairs, self)
-        except KernelFailure as exc:
-            return self._self_test_cannot_judge(_compile_failure(exc))
+        # Compiled (in children, as the rung's kernels are) once for each of their specializations; then from
+        # the JIT's own cache.
+        compile_key = tuple((launch.name, tuple(launch.constexprs.items()),
+                             tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
+                            for launch, launch_args in pairs)
+        if compile_key not in self.self_test_compiled:
+            try:
+                _compile_all(pairs, self)
+            except KernelFailure as exc:
+                return self._self_test_cannot_judge(_compile_failure(exc))
+            self.self_test_compiled.add(compile_key)
         (make, make_args), (check, check_args) = pairs
         make.kernel[make.grid](*make_args, **make.constexprs, **make.options)
         test_args = (x_test, grad_y_test) + tuple(args[2:])

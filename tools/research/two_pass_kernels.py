@@ -2,8 +2,9 @@
 fused kernel and a same-bytes copy of each kernel's own traffic: where a two-pass rung's time goes.
 
 For each shape: the nvidia route's call; then for the grad kernel (ROWS tokens x GROUPS groups, warps) and the y
-kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), the exact (IEEE) math and the
-tolerant math (EXACT=False: the reference's operations, no IEEE sigmoid), each against a copy of the same bytes.
+kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), the exact (IEEE) math with the
+sigmoid per element or from the table (SIGMOID_TABLE; the table is not filled: timing only), and the tolerant
+math (EXACT=False: the reference's operations, no IEEE sigmoid), each against a copy of the same bytes.
 Usage: python tools/research/two_pass_kernels.py [--shapes MxH ...] [--json PATH]
 """
 import argparse
@@ -52,24 +53,25 @@ def main():
             kernel[grid](*a, **constexprs, **opts)
             return do_bench(lambda: kernel[grid](*a, **constexprs, **opts))
 
-        base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False}
-        for exact in (True, False):
-            math = {"EXACT": exact, "NPU_DIVISION": not exact}
-            for rows_, groups, warps in ((32, 1, 4), (32, 1, 8), (16, 1, 4), (64, 1, 8), (32, 2, 8), (8, 4, 4)):
-                if (H // 128) % groups:
-                    continue
-                us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
-                                 M // rows_ * (H // 128 // groups))
-                label = f"grad exact={exact} rows={rows_} groups={groups} warps={warps}"
-                print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
-                row["variants"].append({"label": label, "us": us})
-            for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
-                for ch, groups, warps in ((32, 1, 4), (32, 1, 8), (64, 1, 8), (16, 1, 4), (64, 2, 8), (128, 1, 8)):
-                    us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
-                                     H // ch * (M // 128 // groups))
-                    label = f"{kernel.__name__} exact={exact} channels={ch} groups={groups} warps={warps}"
-                    print(f"  {label}: {us:.1f} us ({y_copy / us:.0%} of copy)", flush=True)
+        base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False, "LUT_LO": sol._LUT_LO, "LUT_N": sol._LUT_N}
+        for exact, tables in ((True, (False, True)), (False, (False,))):
+            for table in tables:
+                math = {"EXACT": exact, "NPU_DIVISION": not exact, "SIGMOID_TABLE": table}
+                for rows_, groups, warps in ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8)):
+                    if (H // 128) % groups:
+                        continue
+                    us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
+                                     M // rows_ * (H // 128 // groups))
+                    label = f"grad exact={exact} table={table} rows={rows_} groups={groups} warps={warps}"
+                    print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
                     row["variants"].append({"label": label, "us": us})
+                for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
+                    for ch, groups, warps in ((16, 1, 4), (32, 1, 4), (64, 1, 8), (32, 2, 4)):
+                        us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
+                                         H // ch * (M // 128 // groups))
+                        label = f"{kernel.__name__} exact={exact} table={table} channels={ch} groups={groups} warps={warps}"
+                        print(f"  {label}: {us:.1f} us ({y_copy / us:.0%} of copy)", flush=True)
+                        row["variants"].append({"label": label, "us": us})
         rows.append(row)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
