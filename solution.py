@@ -1018,6 +1018,7 @@ _FP32_BITS_OF_1E_10 = tl.constexpr(0x2EDBE6FF)
 _FP32_BITS_OF_INF = tl.constexpr(0x7F800000)
 _FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
 SELF_TEST_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
+SELF_TEST_LAUNCHES = ("self_test_input", "self_test_check")
 
 
 @triton.jit
@@ -1148,24 +1149,15 @@ _FIRST_NONE = tl.constexpr(2**31 - 1)
 
 
 @triton.jit
-def _self_test_merge(record, differ, rows, cols, got, expected):
-    """record ([count, checked, first row, first column, got there, expected there, 0, 0]) with a block's
-    comparison merged in; every argument but record has the block's 2-D shape."""
+def _self_test_merge(record, differ, code, compared):
+    """record ([wrong elements, elements compared, the least code of a wrong one, 0]) with a block's comparison
+    merged in: differ and code (each element's place in the program's walk) of the block's shape; compared, the
+    elements the block compared, counted from the block's own codes (no count a compiler could fold)."""
     count = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
-    checked = tl.sum(tl.sum((rows >= 0).to(tl.int32), 1), 0)
-    row = tl.min(tl.min(tl.where(differ, rows, _FIRST_NONE), 1), 0)
-    col = tl.min(tl.min(tl.where(differ & (rows == row), cols, _FIRST_NONE), 1), 0)
-    at = differ & (rows == row) & (cols == col)
-    got_there = tl.sum(tl.sum(tl.where(at, got, 0), 1), 0)
-    expected_there = tl.sum(tl.sum(tl.where(at, expected, 0), 1), 0)
-    field = tl.arange(0, 8)
-    old_count = tl.sum(tl.where(field == 0, record, 0), 0)
-    old_row = tl.sum(tl.where(field == 2, record, 0), 0)
-    old_col = tl.sum(tl.where(field == 3, record, 0), 0)
-    first = (count > 0) & ((old_count == 0) | (row < old_row) | ((row == old_row) & (col < old_col)))
-    record = tl.where(field == 0, old_count + count, tl.where(field == 1, record + checked, record))
-    found = tl.where(field == 2, row, tl.where(field == 3, col, tl.where(field == 4, got_there, expected_there)))
-    return tl.where(first & (field >= 2) & (field < 6), found, record)
+    first = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
+    field = tl.arange(0, 4)
+    return tl.where(field == 0, record + count, tl.where(field == 1, record + compared,
+                                                         tl.where(field == 2, tl.minimum(record, first), record)))
 
 
 @triton.jit
@@ -1194,15 +1186,18 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                             stride_yq, stride_ys, SLICE: tl.constexpr, EXACT: tl.constexpr,
                             FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
     """Compares every output element with the self-test's expectation, a tile a step in SLICE-row slices, and
-    writes each program's record of each output (_self_test_merge) at record_ptr + (program * 4 + output) * 8."""
+    writes each program's record of each output (_self_test_merge) at record_ptr + (program * 4 + output) * 4.
+    An element's code is its place in the program's walk: the tile's step k, the slice, (for grad_input) the
+    half, the row in the slice and the column in the tile (_self_test_place decodes it)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
     program = tl.program_id(0)
     local = tl.arange(0, 128)
-    field = tl.arange(0, 8)
-    no_record = tl.zeros([8], dtype=tl.int32)
-    grad_q_record, grad_s_record, y_q_record, y_s_record = no_record, no_record, no_record, no_record
+    field = tl.arange(0, 4)
+    none = tl.where(field == 2, _FIRST_NONE, 0)
+    grad_q_record, grad_s_record, y_q_record, y_s_record = none, none, none, none
+    step = 0
     while tile < tiles:
         tm = tile // tiles_h  # int64 with INDEX_64, for the offsets; tm32, th32 for the expectations
         th = tile % tiles_h
@@ -1211,57 +1206,53 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
         kind = _self_test_kind(tm32, th32, FINITE_ONLY)
         for c in range(128 // SLICE):
             part = c * SLICE + tl.arange(0, SLICE)
+            block = step * (128 // SLICE) + c
             # grad_input: rows of tokens m, each with its two groups (the gate half's and the up half's).
             m = tm * 128 + part
             j = (part + th32 + 2 * tm32) % 3
             f_row = (part + tm32) % 3
             h = th * 128 + local
-            q_offs = m[:, None] * stride_gq + h[None, :]
-            s_offs = m * stride_gs + th
-            rows = m[:, None].to(tl.int32) + 0 * local[None, :]
             zero_rows = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64)
             for half in tl.static_range(2):
                 s_bits = _self_test_scale_bits(kind, part, j, f_row, half)
-                got_s = tl.load(grad_s_ptr + s_offs + half * tiles_h)
-                s_differ = _self_test_scale_differ(got_s, s_bits, EXACT)
-                grad_s_record = _self_test_merge(grad_s_record, s_differ[:, None], m[:, None].to(tl.int32),
-                                                 (half * tiles_h + th32) + 0 * m[:, None].to(tl.int32),
-                                                 got_s.to(tl.int32, bitcast=True)[:, None], s_bits[:, None])
+                got_s = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)
+                s_code = (block * 2 + half) * SLICE + tl.arange(0, SLICE)
+                grad_s_record = _self_test_merge(grad_s_record, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
+                                                 s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
                 zero = zero_rows
                 if half == 0:
                     zero = zero | (kind == _SELF_TEST_INF) & (part < 64)
                 else:
                     zero = zero | (kind == _SELF_TEST_INF) & (part >= 32) & (part < 64)
                 expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[:, None], h[None, :], half))
-                got_q = tl.load(grad_q_ptr + q_offs + half * H)
-                differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
-                                           EXACT)
-                grad_q_record = _self_test_merge(grad_q_record, differ, rows, (half * H + h[None, :]).to(tl.int32) + 0 * rows,
-                                                 got_q.to(tl.int32), expected_q)
+                got_q = tl.load(grad_q_ptr + m[:, None] * stride_gq + h[None, :] + half * H)
+                differ = _self_test_differ(got_q, expected_q, got_s[:, None],
+                                           s_bits.to(tl.float32, bitcast=True)[:, None], EXACT)
+                code = s_code[:, None] * 128 + local[None, :]
+                grad_q_record = _self_test_merge(grad_q_record, differ, code,
+                                                 tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
             # y_t: rows of channels h, each with its group of the tile's 128 tokens.
             h = th * 128 + part
             m = tm * 128 + local
-            top = _self_test_top(part, tm32, th32)
-            s_bits = _self_test_scale_bits(kind, part, 0, (top + tm32) % 3, 2)
+            s_bits = _self_test_scale_bits(kind, part, 0, (_self_test_top(part, tm32, th32) + tm32) % 3, 2)
             got_s = tl.load(y_s_ptr + h * stride_ys + tm)
-            s_differ = _self_test_scale_differ(got_s, s_bits, EXACT)
-            rows = h[:, None].to(tl.int32) + 0 * local[None, :]
-            y_s_record = _self_test_merge(y_s_record, s_differ[:, None], h[:, None].to(tl.int32),
-                                          tm32 + 0 * h[:, None].to(tl.int32),
-                                          got_s.to(tl.int32, bitcast=True)[:, None], s_bits[:, None])
+            s_code = block * SLICE + tl.arange(0, SLICE)
+            y_s_record = _self_test_merge(y_s_record, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
+                                          s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
             zero = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64) | (kind == _SELF_TEST_INF) & (part < 32)
             expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[None, :], h[:, None], 2))
             got_q = tl.load(y_q_ptr + h[:, None] * stride_yq + m[None, :])
             differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
                                        EXACT)
-            y_q_record = _self_test_merge(y_q_record, differ, rows, m[None, :].to(tl.int32) + 0 * rows,
-                                          got_q.to(tl.int32), expected_q)
+            code = s_code[:, None] * 128 + local[None, :]
+            y_q_record = _self_test_merge(y_q_record, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
         tile += tl.num_programs(0)
-    base = record_ptr + program * 32
+        step += 1
+    base = record_ptr + program * 16
     tl.store(base + field, grad_q_record)
-    tl.store(base + 8 + field, grad_s_record)
-    tl.store(base + 16 + field, y_q_record)
-    tl.store(base + 24 + field, y_s_record)
+    tl.store(base + 4 + field, grad_s_record)
+    tl.store(base + 8 + field, y_q_record)
+    tl.store(base + 12 + field, y_s_record)
 
 
 # ---------------------------------------------------------------- backends, routes and launch settings
@@ -1791,23 +1782,57 @@ def _self_test_totals(M, H):
     return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
 
 
-def _self_test_findings(values, M, H):
-    """[(wrong elements, elements compared, first wrong row, column, got, expected)] of each output, from the
-    check kernel's records (32 int32 a program: 8 an output)."""
+def _self_test_place(output, program, code, programs, H):
+    """The [row, column] of output that the check kernel's program coded as code (_self_test_check_kernel)."""
+    per_slice = {"grad_input_q": 2 * _SELF_TEST_SLICE * 128, "grad_input_s": 2 * _SELF_TEST_SLICE,
+                 "y_q_t": _SELF_TEST_SLICE * 128, "y_s_t": _SELF_TEST_SLICE}[output]
+    block, within = divmod(code, per_slice)
+    step, c = divmod(block, 128 // _SELF_TEST_SLICE)
+    tm, th = divmod(program + step * programs, H // GROUP_SIZE)
+    if output == "grad_input_q":
+        half, rest = divmod(within, _SELF_TEST_SLICE * 128)
+        r, p = divmod(rest, 128)
+        return tm * 128 + c * _SELF_TEST_SLICE + r, half * H + th * 128 + p
+    if output == "grad_input_s":
+        half, r = divmod(within, _SELF_TEST_SLICE)
+        return tm * 128 + c * _SELF_TEST_SLICE + r, half * (H // GROUP_SIZE) + th
+    if output == "y_q_t":
+        r, t = divmod(within, 128)
+        return th * 128 + c * _SELF_TEST_SLICE + r, tm * 128 + t
+    return th * 128 + c * _SELF_TEST_SLICE + within, tm
+
+
+def _self_test_findings(values, H):
+    """[(wrong elements, elements compared, the first wrong one's [row, column] or None)] of each output, from
+    the check kernel's records (16 int32 a program: 4 an output)."""
+    programs = len(values) // 16
     findings = []
-    for output in range(len(SELF_TEST_OUTPUTS)):
-        records = [values[p + 8 * output:p + 8 * output + 6] for p in range(0, len(values), 32)]
-        count = sum(r[0] for r in records)
-        checked = sum(r[1] for r in records)
-        wrong = [r for r in records if r[0]]
-        first = min(wrong, key=lambda r: (r[2], r[3]))[2:6] if wrong else [0, 0, 0, 0]
-        findings.append((count, checked, *first))
+    for i, output in enumerate(SELF_TEST_OUTPUTS):
+        records = [values[16 * p + 4 * i:16 * p + 4 * i + 3] for p in range(programs)]
+        places = [_self_test_place(output, p, r[2], programs, H) for p, r in enumerate(records) if r[0]]
+        findings.append((sum(r[0] for r in records), sum(r[1] for r in records), min(places) if places else None))
     return findings
 
 
-def _self_test_value(output, raw):
-    """An output element as the check kernel recorded it (an int8, or a scale's fp32 bits), as a Python value."""
-    return raw if output.endswith("_q") or output == "y_q_t" else _bits_float(raw)
+def _self_test_value(output, element):
+    """One element of an output (a 1 x 1 view), read back: an int8 as an int, a scale as a float."""
+    value = element.cpu().flatten().tolist()[0]
+    return int(value) if output in ("grad_input_q", "y_q_t") else float(value)
+
+
+def _host_passes(output, row, col, got, expected, outputs, H, route):
+    """Whether output[row, col], read back as got, is what the self-test expects, judged on the host as the check
+    kernel judges it: the same value (a NaN for any NaN) on an exact route; else the judge's tolerance, on the
+    dequantized value for an int8 (with its group's scale, read back, and the scale expected)."""
+    if route.exact:
+        return _same_value(got, expected)
+    if output in ("grad_input_s", "y_s_t"):
+        return abs(got - expected) <= 1e-4 + 1e-5 * abs(expected)
+    scales, group = ((outputs[1], (row, col // GROUP_SIZE)) if output == "grad_input_q"
+                     else (outputs[3], (row, col // GROUP_SIZE)))
+    scale = _self_test_value("grad_input_s", scales[group[0]:group[0] + 1, group[1]:group[1] + 1])
+    expected_scale = self_test_expected("grad_input_s" if output == "grad_input_q" else "y_s_t", *group, H, True)
+    return abs(got * scale - expected * expected_scale) <= 0.25 + 0.25 * abs(expected * expected_scale)
 
 
 def _same_value(a, b):
@@ -2084,15 +2109,23 @@ class _Device:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
                       {}, {specialization}) for launch in self._plan(M, H, index_64, settings, resident).values()
                      if launch.name not in PER_DEVICE_LAUNCHES]
+            # The self-test's kernels are compiled with the call's own, in the same children (a cold start waits
+            # for the slowest compile, not for their sum); a failure of theirs costs the self-test, not the rung.
+            test_pairs, test_key = self._self_test_pairs(M, H, index_64, args) if resident is None else ([], None)
             try:
                 # A grid planned again (resident) compiles the same kernels: no children for them again.
-                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found],
-                                       self if resident is None else None)
+                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found]
+                                       + test_pairs, self if resident is None else None)
             except KernelFailure as exc:
-                self._leave(_compile_failure(exc))
-                self._settle()
+                if exc.launch.name in SELF_TEST_LAUNCHES:
+                    self._self_test_cannot_judge(_compile_failure(exc))
+                else:
+                    self._leave(_compile_failure(exc))
+                    self._settle()
                 found = resident = None
                 continue
+            if test_key is not None:
+                self.self_test_compiled.add(test_key)
             for (launch, _, _, _), kernel in zip(found, kernels):
                 if launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
                     resident = resident_programs(kernel, self.index, self.warp_size)
@@ -2113,22 +2146,13 @@ class _Device:
         own outputs, strides, alignments and grid, and checks every output byte (the section "the self-test").
         Returns None where every one is as expected (or where the self-test is found unable to judge this
         device: then once a warning, and the kernels run unproven); else why the rung is left."""
-        if self.self_test_broken:
+        if self.self_test_broken:  # it cannot judge this device: the kernels run unproven
             return None
         route = ROUTE_TABLE[self.route]
-        x, grad_y = args[:2]
-        x_test, grad_y_test = _same_layout(x), _same_layout(grad_y)
-        plan = self_test_plan(self.backend, M, H, route=route, warp_size=self.warp_size, index_64=index_64)
-        record = torch.empty(plan["self_test_check"].grid[0] * 32, dtype=torch.int32, device=x.device)
-        named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), args)), "x_ptr": x_test,
-                 "grad_y_ptr": grad_y_test, "record_ptr": record}
-        pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()]
-        # Compiled (in children, as the rung's kernels are) once for each of their specializations; then from
-        # the JIT's own cache.
-        compile_key = tuple((launch.name, tuple(launch.constexprs.items()),
-                             tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
-                            for launch, launch_args in pairs)
-        if compile_key not in self.self_test_compiled:
+        x_test, grad_y_test = _same_layout(args[0]), _same_layout(args[1])
+        pairs, compile_key = self._self_test_pairs(M, H, index_64, args, x_test, grad_y_test, compile_all=True)
+        record = dict(zip(pairs[1][0].signature, pairs[1][1]))["record_ptr"]
+        if compile_key not in self.self_test_compiled:  # compiled with the call's kernels where it could be
             try:
                 _compile_all(pairs, self)
             except KernelFailure as exc:
@@ -2139,24 +2163,23 @@ class _Device:
         test_args = (x_test, grad_y_test) + tuple(args[2:])
         _launch_all(found, test_args, _specialization(test_args[:8], args[10:16], self.specializes_on_storage_size))
         check.kernel[check.grid](*check_args, **check.constexprs, **check.options)
-        findings = _self_test_findings(record.cpu().tolist(), M, H)
-        short = [(o, checked, total) for o, (_, checked, *_), total in
-                 zip(SELF_TEST_OUTPUTS, findings, _self_test_totals(M, H)) if checked != total]
-        if short:
-            output, checked, total = short[0]
-            return self._self_test_cannot_judge(f"its check kernel compared {checked} of the {total} elements of "
-                                                f"{output}")
+        findings = _self_test_findings(record.cpu().tolist(), H)
+        for output, (_, checked, _), total in zip(SELF_TEST_OUTPUTS, findings, _self_test_totals(M, H)):
+            if checked != total:
+                return self._self_test_cannot_judge(f"its check kernel compared {checked} of the {total} elements "
+                                                    f"of {output}")
         wrong = [(output, finding) for output, finding in zip(SELF_TEST_OUTPUTS, findings) if finding[0]]
         if not wrong:
             return None
-        output, (count, _, row, col, got, expected) = wrong[0]
+        output, (count, _, (row, col)) = wrong[0]
         finite_only = not route.exact
-        host = self_test_expected(output, row, col, H, finite_only)
-        device_expected = _self_test_value(output, expected)
-        if not _same_value(host, device_expected):
+        expected = self_test_expected(output, row, col, H, finite_only)
+        got = _self_test_value(output, args[2 + SELF_TEST_OUTPUTS.index(output)][row:row + 1, col:col + 1])
+        # The check's verdict is the device's; the host's twin judges that element again.
+        if _host_passes(output, row, col, got, expected, args[2:6], H, route):
             return self._self_test_cannot_judge(
-                f"its check kernel expects {_shown(device_expected)} at {output}[{row}, {col}] where the host "
-                f"expects {_shown(host)}")
+                f"its check kernel found {output}[{row}, {col}] wrong, but it holds {_shown(got)}, as the host "
+                f"expects")
         bad_input = _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only)
         if bad_input:
             return self._self_test_cannot_judge(bad_input)
@@ -2164,8 +2187,28 @@ class _Device:
         writer = ("grad" if output.startswith("grad") else "y") if "grad" in names else "main"
         others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
         return (f"its self-test found {count} wrong elements in {output}, written by its {writer} kernel, the "
-                f"first at [{row}, {col}]: got {_shown(_self_test_value(output, got))}, expected {_shown(host)}"
+                f"first at [{row}, {col}]: got {_shown(got)}, expected {_shown(expected)}"
                 + (f" (and wrong elements in {others})" if others else ""))
+
+    def _self_test_pairs(self, M, H, index_64, args, x_test=None, grad_y_test=None, compile_all=False):
+        """([(launch, its arguments)] of the self-test's two kernels for a call's args, with x_test and grad_y_test
+        for x and grad_y (None: the call's own, which have their layout: for compiling), and the key of their
+        compile); ([], None) where the self-test runs no more here or its kernels are compiled already (unless
+        compile_all)."""
+        if self.self_test_broken:
+            return [], None
+        plan = self_test_plan(self.backend, M, H, route=self.route, warp_size=self.warp_size, index_64=index_64)
+        record = torch.empty(plan["self_test_check"].grid[0] * 16, dtype=torch.int32, device=args[0].device)
+        named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), args)), "record_ptr": record}
+        if x_test is not None:
+            named.update(x_ptr=x_test, grad_y_ptr=grad_y_test)
+        pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()]
+        key = tuple((launch.name, tuple(launch.constexprs.items()),
+                     tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
+                    for launch, launch_args in pairs)
+        if key in self.self_test_compiled and not compile_all:
+            return [], None
+        return pairs, key
 
     def _self_test_cannot_judge(self, why):
         self.self_test_broken = why

@@ -117,8 +117,9 @@ def test_the_faults_are_of_different_kinds_and_none_is_in_the_probes_arithmetic(
 
 
 def test_a_fault_in_the_self_tests_expectations_keeps_the_rung_and_says_so(copies, monkeypatch):
-    """A check kernel whose expectation is wrong where the rung is right is caught by the host's twin: the rung is
-    kept, and the warning says the self-test cannot judge this device."""
+    """A check kernel whose expectation is wrong where the rung is right is caught by the host's twin, which reads
+    the element back and judges it again: the rung is kept, and the warning says the self-test cannot judge this
+    device."""
     copy = harness.load_solution(copies / "fault_self_test_expectation.py", name="self_test_expectation")
     x, gy = harness.make_inputs(128, 256, seed=3, family="randn")
     out = harness.new_outputs(128, 256)
@@ -128,8 +129,8 @@ def test_a_fault_in_the_self_tests_expectations_keeps_the_rung_and_says_so(copie
     said = _silu_warnings(caught)
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the self-test cannot judge the kernels on this interpreter device (its check "
-        "kernel expects ") and "where the host expects" in said[0] and said[0].endswith(
-        "the generic route and every later one run unproven")
+        "kernel found grad_input_q[") and "wrong, but it holds " in said[0] and said[0].endswith(
+        "as the host expects): the generic route and every later one run unproven")
     assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
