@@ -1046,7 +1046,7 @@ def _self_test_element(m, h):
     f_row = (t + tm) % 3
     f_column = (_self_test_top(p, tm, th) + tm) % 3
     k = _hash(_hash(m.to(tl.uint32)) ^ h.to(tl.uint32))
-    n = tl.where(top, 127, 1 + (k % 126).to(tl.int32))
+    n = tl.where(top, 127, 1 + (k >> 1).to(tl.int32) % 126)  # signed: Triton 3.0-3.1 mix no uint32 with int32
     e = tl.where(top, f_row, ((k >> 8) & 0xFFFF).to(tl.int32) % (tl.minimum(f_row, f_column) + 1))
     u = tl.where(top, 2, ((k >> 12) & 1).to(tl.int32))
     up_negative = ((k >> 16) & 1).to(tl.int32)
@@ -1133,10 +1133,9 @@ def _self_test_scale_bits(kind, t, j, f, OUTPUT: tl.constexpr):
 
 
 @triton.jit
-def _self_test_int8(m, h, OUTPUT: tl.constexpr):
-    """The expected int8 of OUTPUT 0 (grad_input, gate half), 1 (its up half) or 2 (y_t) at element (m, h) of a
-    plain tile, as int32."""
-    n, e, u, up_negative, gy_negative, f_row, f_column, _ = _self_test_element(m, h)
+def _self_test_int8(n, e, u, up_negative, gy_negative, f_row, f_column, OUTPUT: tl.constexpr):
+    """The expected int8 of OUTPUT 0 (grad_input, gate half), 1 (its up half) or 2 (y_t) at an element of a plain
+    tile whose _self_test_element is given, as int32."""
     if OUTPUT == 0:
         return _signed(127 >> (2 - u), up_negative ^ gy_negative)
     elif OUTPUT == 1:
@@ -1213,6 +1212,7 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
             f_row = (part + tm32) % 3
             h = th * 128 + local
             zero_rows = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64)
+            n, e, u, up_negative, gy_negative, f_row_e, f_column, _ = _self_test_element(m[:, None], h[None, :])
             for half in tl.static_range(2):
                 s_bits = _self_test_scale_bits(kind, part, j, f_row, half)
                 got_s = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)
@@ -1224,7 +1224,8 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                     zero = zero | (kind == _SELF_TEST_INF) & (part < 64)
                 else:
                     zero = zero | (kind == _SELF_TEST_INF) & (part >= 32) & (part < 64)
-                expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[:, None], h[None, :], half))
+                expected_q = tl.where(zero[:, None], 0, _self_test_int8(n, e, u, up_negative, gy_negative, f_row_e,
+                                                                        f_column, half))
                 got_q = tl.load(grad_q_ptr + m[:, None] * stride_gq + h[None, :] + half * H)
                 differ = _self_test_differ(got_q, expected_q, got_s[:, None],
                                            s_bits.to(tl.float32, bitcast=True)[:, None], EXACT)
@@ -1240,7 +1241,9 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
             y_s_record = _self_test_merge(y_s_record, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
                                           s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
             zero = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64) | (kind == _SELF_TEST_INF) & (part < 32)
-            expected_q = tl.where(zero[:, None], 0, _self_test_int8(m[None, :], h[:, None], 2))
+            n, e, u, up_negative, gy_negative, f_row_e, f_column, _ = _self_test_element(m[None, :], h[:, None])
+            expected_q = tl.where(zero[:, None], 0, _self_test_int8(n, e, u, up_negative, gy_negative, f_row_e,
+                                                                    f_column, 2))
             got_q = tl.load(y_q_ptr + h[:, None] * stride_yq + m[None, :])
             differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
                                        EXACT)
@@ -1675,7 +1678,7 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
 # Programs of the input kernel, and of the check kernel (whose records the host reads: 128 bytes a program).
 _SELF_TEST_MAX_PROGRAMS = 4096
 _SELF_TEST_CHECK_PROGRAMS = 256
-_SELF_TEST_SLICE = 16
+_SELF_TEST_SLICE = 8
 
 
 def _self_test_element_py(m, h):
@@ -1685,7 +1688,7 @@ def _self_test_element_py(m, h):
     f_row, f_column = (t + tm) % 3, (top_t + tm) % 3
     k = _hash_py(_hash_py(m) ^ (h & 0xFFFFFFFF))
     top = t == top_t
-    n = 127 if top else 1 + k % 126
+    n = 127 if top else 1 + (k >> 1) % 126
     e = f_row if top else ((k >> 8) & 0xFFFF) % (min(f_row, f_column) + 1)
     u = 2 if top else (k >> 12) & 1
     return n, e, u, (k >> 16) & 1, (k >> 17) & 1, f_row, f_column, (t + th + 2 * tm) % 3
@@ -2067,12 +2070,20 @@ class _Device:
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
             probe = plan.get("probe")
             probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
+            # The self-test's kernels (the same for every shape but 64-bit ones) are compiled here, in the same
+            # children as the table's and the probe's: a cold start waits for the slowest compile, not the sum.
+            test_pairs, test_key = self._self_test_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
             try:
                 _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
-                              for launch in per_device], self)
+                              for launch in per_device] + test_pairs, self)
             except KernelFailure as exc:
-                self._leave(_compile_failure(exc))
+                if exc.launch.name in SELF_TEST_LAUNCHES:  # it costs the self-test, not the rung
+                    self._self_test_cannot_judge(_compile_failure(exc))
+                else:
+                    self._leave(_compile_failure(exc))
                 continue
+            if test_key is not None:
+                self.self_test_compiled.add(test_key)
             if "sigmoid_table" in plan and not self.table_filled:
                 table = plan["sigmoid_table"]
                 table.kernel[table.grid](self.table, **table.constexprs, **table.options)
@@ -2209,6 +2220,13 @@ class _Device:
         if key in self.self_test_compiled and not compile_all:
             return [], None
         return pairs, key
+
+    def _stand_in_arguments(self):
+        """Arguments of the kernels' types (KERNEL_ARGUMENTS) and the alignment of any allocation here, for
+        compiling kernels whose integers are not specialized before a call brings its own."""
+        dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32}
+        return tuple(torch.empty(16, dtype=dtypes[kind], device=self.table.device) if kind in dtypes else GROUP_SIZE
+                     for _, kind in KERNEL_ARGUMENTS)
 
     def _self_test_cannot_judge(self, why):
         self.self_test_broken = why

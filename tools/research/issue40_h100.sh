@@ -34,6 +34,7 @@ case $part in
   b)
     run cold-start-auto python3 tools/cold_start.py --runs 2
     run cold-start-portable python3 tools/cold_start.py --runs 2 --solution copies/portable.py
+    run cold-start-release-be0cf31 python3 tools/cold_start.py --runs 2 --solution .lab/release_be0cf31.py
     run bench-vs-release-be0cf31 python3 bench.py --repeat 3 --baseline .lab/release_be0cf31.py \
       --json "$(J bench-vs-release-be0cf31)" ;;
   t)
