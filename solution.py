@@ -1678,7 +1678,10 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
 # Programs of the input kernel, and of the check kernel (whose records the host reads: 128 bytes a program).
 _SELF_TEST_MAX_PROGRAMS = 4096
 _SELF_TEST_CHECK_PROGRAMS = 256
-_SELF_TEST_SLICE = 8
+# Rows a step of the self-test's kernels: 8 on a device (larger slices compile to much more code: the check kernel
+# to 208 KB of PTX at 16, 440 KB at 32), the whole tile under the interpreter (each slice there is a round of numpy
+# calls: 13 s at 8 rows against 1 s at 128 for 256 x 512).
+_SELF_TEST_SLICE = 128 if _INTERPRET else 8
 
 
 def _self_test_element_py(m, h):
@@ -1733,7 +1736,8 @@ def self_test_expected(output, row, col, H, finite_only=False):
         t, th = h % 128, h // 128  # t: the channel's place in its tile
         nan, inf = t < 64, t < 32
     kind = _self_test_kind_py(tm, th, finite_only)
-    special = kind == _SELF_TEST_ZEROS.value or (kind == _SELF_TEST_NAN.value and nan) or (kind == _SELF_TEST_INF.value and inf)
+    special = (kind == _SELF_TEST_ZEROS.value or (kind == _SELF_TEST_NAN.value and nan)
+               or (kind == _SELF_TEST_INF.value and inf))
     if output in ("grad_input_s", "y_s_t"):
         if kind == _SELF_TEST_ZEROS.value:
             return _bits_float(_FP32_BITS_OF_1E_10.value)
@@ -1785,34 +1789,34 @@ def _self_test_totals(M, H):
     return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
 
 
-def _self_test_place(output, program, code, programs, H):
-    """The [row, column] of output that the check kernel's program coded as code (_self_test_check_kernel)."""
-    per_slice = {"grad_input_q": 2 * _SELF_TEST_SLICE * 128, "grad_input_s": 2 * _SELF_TEST_SLICE,
-                 "y_q_t": _SELF_TEST_SLICE * 128, "y_s_t": _SELF_TEST_SLICE}[output]
+def _self_test_place(output, program, code, programs, H, rows):
+    """The [row, column] of output that the check kernel's program coded as code, for its slices of `rows`
+    rows (_self_test_check_kernel)."""
+    per_slice = {"grad_input_q": 2 * rows * 128, "grad_input_s": 2 * rows, "y_q_t": rows * 128, "y_s_t": rows}[output]
     block, within = divmod(code, per_slice)
-    step, c = divmod(block, 128 // _SELF_TEST_SLICE)
+    step, c = divmod(block, 128 // rows)
     tm, th = divmod(program + step * programs, H // GROUP_SIZE)
     if output == "grad_input_q":
-        half, rest = divmod(within, _SELF_TEST_SLICE * 128)
+        half, rest = divmod(within, rows * 128)
         r, p = divmod(rest, 128)
-        return tm * 128 + c * _SELF_TEST_SLICE + r, half * H + th * 128 + p
+        return tm * 128 + c * rows + r, half * H + th * 128 + p
     if output == "grad_input_s":
-        half, r = divmod(within, _SELF_TEST_SLICE)
-        return tm * 128 + c * _SELF_TEST_SLICE + r, half * (H // GROUP_SIZE) + th
+        half, r = divmod(within, rows)
+        return tm * 128 + c * rows + r, half * (H // GROUP_SIZE) + th
     if output == "y_q_t":
         r, t = divmod(within, 128)
-        return th * 128 + c * _SELF_TEST_SLICE + r, tm * 128 + t
-    return th * 128 + c * _SELF_TEST_SLICE + within, tm
+        return th * 128 + c * rows + r, tm * 128 + t
+    return th * 128 + c * rows + within, tm
 
 
-def _self_test_findings(values, H):
+def _self_test_findings(values, H, rows=_SELF_TEST_SLICE):
     """[(wrong elements, elements compared, the first wrong one's [row, column] or None)] of each output, from
-    the check kernel's records (16 int32 a program: 4 an output)."""
+    the check kernel's records (16 int32 a program: 4 an output), for its slices of `rows` rows."""
     programs = len(values) // 16
     findings = []
     for i, output in enumerate(SELF_TEST_OUTPUTS):
         records = [values[16 * p + 4 * i:16 * p + 4 * i + 3] for p in range(programs)]
-        places = [_self_test_place(output, p, r[2], programs, H) for p, r in enumerate(records) if r[0]]
+        places = [_self_test_place(output, p, r[2], programs, H, rows) for p, r in enumerate(records) if r[0]]
         findings.append((sum(r[0] for r in records), sum(r[1] for r in records), min(places) if places else None))
     return findings
 
@@ -2174,7 +2178,7 @@ class _Device:
         test_args = (x_test, grad_y_test) + tuple(args[2:])
         _launch_all(found, test_args, _specialization(test_args[:8], args[10:16], self.specializes_on_storage_size))
         check.kernel[check.grid](*check_args, **check.constexprs, **check.options)
-        findings = _self_test_findings(record.cpu().tolist(), H)
+        findings = _self_test_findings(record.cpu().tolist(), H, check.constexprs["SLICE"])
         for output, (_, checked, _), total in zip(SELF_TEST_OUTPUTS, findings, _self_test_totals(M, H)):
             if checked != total:
                 return self._self_test_cannot_judge(f"its check kernel compared {checked} of the {total} elements "

@@ -30,11 +30,8 @@ FAULTS = {
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory):
-    out = tmp_path_factory.mktemp("copies")
-    for name, text in solution_copies.copies((harness.ROOT / "solution.py").read_text()).items():
-        (out / name).write_text(text)
-    return out
+def copies(solution_copy_dir):
+    return solution_copy_dir
 
 
 def _silu_warnings(caught):
@@ -223,3 +220,34 @@ def test_every_new_specialization_and_shape_is_proven_once(monkeypatch):
     wide.copy_(x)
     solution.silu_dot_fwd_bwd_quant_fuse(wide, gy, *harness.new_outputs(128, 128))
     assert calls == [(128, 128), (256, 128), (128, 128)]
+
+
+@pytest.mark.parametrize("rows", [8, 128])
+def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_any_slicing(rows):
+    """The check kernel at the device's 8-row slices and at the interpreter's whole tiles: on the reference's outputs
+    of the self-test's input, nothing wrong and every element compared; with one element of each output changed,
+    that element, found and placed."""
+    M, H = 128, 256
+    x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
+    gy = torch.empty(M, H, dtype=torch.bfloat16)
+    out = harness.new_outputs(M, H)
+    plan = solution.self_test_plan("interpreter", M, H, route="generic")
+    make, check = plan["self_test_input"], plan["self_test_check"]
+    make.kernel[make.grid](x, gy, *out, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
+                           **make.constexprs, **make.options)
+    ref = harness.run_reference(x, gy)
+
+    def findings(outputs):
+        record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
+        check.kernel[check.grid](*outputs, record, M, H, *(o.stride(0) for o in outputs),
+                                 **{**check.constexprs, "SLICE": rows}, **check.options)
+        return solution._self_test_findings(record.tolist(), H, rows)
+
+    assert [f[:2] for f in findings(ref)] == [(0, total) for total in solution._self_test_totals(M, H)]
+    places = {"grad_input_q": (37, 300), "grad_input_s": (101, 3), "y_q_t": (77, 21), "y_s_t": (250, 0)}
+    for i, (name, (row, col)) in enumerate(places.items()):
+        wrong = [r.clone() for r in ref]
+        wrong[i][row, col] = -5 if wrong[i].dtype == torch.int8 and wrong[i][row, col] != -5 else 7.0
+        found = findings(wrong)
+        assert found[i] == (1, solution._self_test_totals(M, H)[i], (row, col)), (name, found)
+        assert all(f[0] == 0 for j, f in enumerate(found) if j != i)

@@ -26,11 +26,8 @@ FAULTS = {
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory):
-    out = tmp_path_factory.mktemp("copies")
-    for name, text in solution_copies.copies((harness.ROOT / "solution.py").read_text()).items():
-        (out / name).write_text(text)
-    return out
+def copies(solution_copy_dir):
+    return solution_copy_dir
 
 
 def test_every_fault_copy_is_made():

@@ -129,16 +129,12 @@ def copies(solution_text):
     """{file name: text} of every copy."""
     portable = solution_text + PORTABLE
     made = {"portable.py": portable, "mthreads_settings.py": portable + MTHREADS_SETTINGS}
-    for name, (edits, appended) in EDITED.items():
-        text = portable
-        for old, new, times in edits:
-            text = replaced_once(text, old, new, name, times)
-        made[name] = text + appended
-    for name, (edits, appended) in STRUCTURAL.items():
-        text = solution_text
-        for old, new, times in edits:
-            text = replaced_once(text, old, new, name, times)
-        made[name] = text + appended
+    for base, table in ((portable, EDITED), (solution_text, STRUCTURAL)):
+        for name, (edits, appended) in table.items():
+            text = base
+            for old, new, times in edits:
+                text = replaced_once(text, old, new, name, times)
+            made[name] = text + appended
     return made
 
 

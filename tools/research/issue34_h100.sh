@@ -20,17 +20,7 @@
 set -uo pipefail
 part=${1:?usage: issue34_h100.sh a1|a2|a3|c|d|b31|b35|d31}
 case $part in a1|a2|a3|c|d|b31|b35|d31) ;; *) echo "unknown part $part: expected a1, a2, a3, c, d, b31, b35 or d31"; exit 2 ;; esac
-: "${OUT:?is not set: run this through the device tool, which sets it, or set it to a folder for the records}"
-mkdir -p "$OUT/v"
-python3 tools/solution_copies.py copies > /dev/null
-T=$(python3 -c "import triton; print(triton.__version__)"); tag=triton$(echo "$T" | cut -d. -f1,2 | tr -d .)
-run() {  # run NAME COMMAND...: the output, its command line first, into $OUT/v/NAME-tritonXY.txt
-  local name=$1; shift; local s; s=$(date +%s)
-  { echo "# $*"; timeout "${LIMIT:-300}" "$@"; echo "# exit $? in $(( $(date +%s) - s )) s (Triton $T)"; } \
-    > "$OUT/v/$name-$tag.txt" 2>&1
-  echo "== $name: $(tail -n 3 "$OUT/v/$name-$tag.txt" | tr '\n' ' ' | cut -c1-400)"
-}
-J() { echo "$OUT/v/$1-$tag.json"; }
+. tools/research/records.sh  # run, J, the copies; $OUT checked
 V=tools/research
 case $part in
   a1)
