@@ -73,13 +73,18 @@ shape, with a warning (_Device, _compile); so is a native route whose probe find
 a difference, unless the differences point at features that can run in their IEEE
 form alone (IEEE_FEATURES, ieee_features_for): then the rung is probed again with
 those features IEEE and the others native, and runs so once a probe passes.
+Before a rung's kernels write a call's outputs for the first time at a shape and specialization, they run on
+the self-test's input, whose exact outputs are known by construction, and a check kernel compares every byte:
+a rung that writes one wrong byte is left as one whose probe fails is (_Device.self_test; the section "the
+self-test" below).
 Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
 backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, IEEE_FEATURES, ieee_features_for,
 route_compositions, route_available, route_for, ladder_for, LaunchSettings,
 launch_settings, KernelLaunch, launch_plan, launch, PER_DEVICE_LAUNCHES, PROBE_CHECKS,
-PROBE_SIZE, KernelFailure, resident_programs, the math helpers sigmoid,
+PROBE_SIZE, KernelFailure, resident_programs, SELF_TEST_OUTPUTS, SELF_TEST_LAUNCHES, self_test_plan,
+self_test_input, self_test_expected, the math helpers sigmoid,
 reciprocal_keeping_subnormals, reciprocal_native, sigmoid_lookup, silu_mul_fwd_bwd,
 grad_groups, group_absmax, group_scale and quantize, and the memory helpers store_scales and
 discard_from_l2.
@@ -1035,6 +1040,18 @@ def _self_test_top(p, tm, th):
     return (5 * p + 17 * tm + 29 * th) % 128
 
 
+# The self-test's pseudo-random fields come from signed int32 arithmetic alone (Ascend has no unsigned integer
+# operation, Triton 3.0-3.1 mix no uint32 with int32), every product below 2**31: k in [0, 65521).
+_MIX_PRIME = tl.constexpr(65521)
+
+
+@triton.jit
+def _self_test_mix(a, b):
+    """A 16-bit mix of a, b in [0, 65521): neighbours along either differ in every field taken from it."""
+    k = (a * 181 + b * 359 + 7) % _MIX_PRIME
+    return (k * 32719 + 3) % _MIX_PRIME
+
+
 @triton.jit
 def _self_test_element(m, h):
     """(N, E, U, the signs of up and of grad_y as 0 or 1, F(t), F(pi(p)), J) of the element (m, h): see above."""
@@ -1045,12 +1062,12 @@ def _self_test_element(m, h):
     top = t == _self_test_top(p, tm, th)
     f_row = (t + tm) % 3
     f_column = (_self_test_top(p, tm, th) + tm) % 3
-    k = _hash(_hash(m.to(tl.uint32)) ^ h.to(tl.uint32))
-    n = tl.where(top, 127, 1 + (k >> 1).to(tl.int32) % 126)  # signed: Triton 3.0-3.1 mix no uint32 with int32
-    e = tl.where(top, f_row, ((k >> 8) & 0xFFFF).to(tl.int32) % (tl.minimum(f_row, f_column) + 1))
-    u = tl.where(top, 2, ((k >> 12) & 1).to(tl.int32))
-    up_negative = ((k >> 16) & 1).to(tl.int32)
-    gy_negative = ((k >> 17) & 1).to(tl.int32)
+    k = _self_test_mix((m % _MIX_PRIME).to(tl.int32), (h % _MIX_PRIME).to(tl.int32))
+    n = tl.where(top, 127, 1 + k % 126)
+    e = tl.where(top, f_row, (k >> 7) % (tl.minimum(f_row, f_column) + 1))
+    u = tl.where(top, 2, (k >> 9) & 1)
+    up_negative = (k >> 10) & 1
+    gy_negative = (k >> 11) & 1
     j = (t + th + 2 * tm) % 3
     return n, e, u, up_negative, gy_negative, f_row, f_column, j
 
@@ -1148,15 +1165,13 @@ _FIRST_NONE = tl.constexpr(2**31 - 1)
 
 
 @triton.jit
-def _self_test_merge(record, differ, code, compared):
-    """record ([wrong elements, elements compared, the least code of a wrong one, 0]) with a block's comparison
-    merged in: differ and code (each element's place in the program's walk) of the block's shape; compared, the
+def _self_test_merge(count, compared, first, differ, code, block_compared):
+    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in:
+    differ and code (each element's place in the program's walk) of the block's shape; block_compared, the
     elements the block compared, counted from the block's own codes (no count a compiler could fold)."""
-    count = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
-    first = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
-    field = tl.arange(0, 4)
-    return tl.where(field == 0, record + count, tl.where(field == 1, record + compared,
-                                                         tl.where(field == 2, tl.minimum(record, first), record)))
+    wrong = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
+    least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
+    return count + wrong, compared + block_compared, tl.minimum(first, least)
 
 
 @triton.jit
@@ -1193,9 +1208,10 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
     tile = _first_tile(INDEX_64)
     program = tl.program_id(0)
     local = tl.arange(0, 128)
-    field = tl.arange(0, 4)
-    none = tl.where(field == 2, _FIRST_NONE, 0)
-    grad_q_record, grad_s_record, y_q_record, y_s_record = none, none, none, none
+    gq_count, gq_compared, gq_first = 0, 0, _FIRST_NONE
+    gs_count, gs_compared, gs_first = 0, 0, _FIRST_NONE
+    yq_count, yq_compared, yq_first = 0, 0, _FIRST_NONE
+    ys_count, ys_compared, ys_first = 0, 0, _FIRST_NONE
     step = 0
     while tile < tiles:
         tm = tile // tiles_h  # int64 with INDEX_64, for the offsets; tm32, th32 for the expectations
@@ -1217,8 +1233,9 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                 s_bits = _self_test_scale_bits(kind, part, j, f_row, half)
                 got_s = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)
                 s_code = (block * 2 + half) * SLICE + tl.arange(0, SLICE)
-                grad_s_record = _self_test_merge(grad_s_record, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
-                                                 s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
+                gs_count, gs_compared, gs_first = _self_test_merge(
+                    gs_count, gs_compared, gs_first, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
+                    s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
                 zero = zero_rows
                 if half == 0:
                     zero = zero | (kind == _SELF_TEST_INF) & (part < 64)
@@ -1230,16 +1247,17 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                 differ = _self_test_differ(got_q, expected_q, got_s[:, None],
                                            s_bits.to(tl.float32, bitcast=True)[:, None], EXACT)
                 code = s_code[:, None] * 128 + local[None, :]
-                grad_q_record = _self_test_merge(grad_q_record, differ, code,
-                                                 tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
+                gq_count, gq_compared, gq_first = _self_test_merge(
+                    gq_count, gq_compared, gq_first, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
             # y_t: rows of channels h, each with its group of the tile's 128 tokens.
             h = th * 128 + part
             m = tm * 128 + local
             s_bits = _self_test_scale_bits(kind, part, 0, (_self_test_top(part, tm32, th32) + tm32) % 3, 2)
             got_s = tl.load(y_s_ptr + h * stride_ys + tm)
             s_code = block * SLICE + tl.arange(0, SLICE)
-            y_s_record = _self_test_merge(y_s_record, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
-                                          s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
+            ys_count, ys_compared, ys_first = _self_test_merge(
+                ys_count, ys_compared, ys_first, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
+                s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
             zero = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64) | (kind == _SELF_TEST_INF) & (part < 32)
             n, e, u, up_negative, gy_negative, f_row_e, f_column, _ = _self_test_element(m[None, :], h[:, None])
             expected_q = tl.where(zero[:, None], 0, _self_test_int8(n, e, u, up_negative, gy_negative, f_row_e,
@@ -1248,14 +1266,16 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
             differ = _self_test_differ(got_q, expected_q, got_s[:, None], s_bits.to(tl.float32, bitcast=True)[:, None],
                                        EXACT)
             code = s_code[:, None] * 128 + local[None, :]
-            y_q_record = _self_test_merge(y_q_record, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
+            yq_count, yq_compared, yq_first = _self_test_merge(
+                yq_count, yq_compared, yq_first, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
         tile += tl.num_programs(0)
         step += 1
+    field = tl.arange(0, 4)
     base = record_ptr + program * 16
-    tl.store(base + field, grad_q_record)
-    tl.store(base + 4 + field, grad_s_record)
-    tl.store(base + 8 + field, y_q_record)
-    tl.store(base + 12 + field, y_s_record)
+    tl.store(base + field, tl.where(field == 0, gq_count, tl.where(field == 1, gq_compared, gq_first)))
+    tl.store(base + 4 + field, tl.where(field == 0, gs_count, tl.where(field == 1, gs_compared, gs_first)))
+    tl.store(base + 8 + field, tl.where(field == 0, yq_count, tl.where(field == 1, yq_compared, yq_first)))
+    tl.store(base + 12 + field, tl.where(field == 0, ys_count, tl.where(field == 1, ys_compared, ys_first)))
 
 
 # ---------------------------------------------------------------- backends, routes and launch settings
@@ -1362,9 +1382,10 @@ class Backend(NamedTuple):
     where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch
     aims at its route's). warps, where set, is the warps of every program whatever the warp width, and
     max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
-    that many threads. options are the compile options it takes beyond num_warps, num_stages and
-    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its
-    Triton is built on."""
+    that many threads. self_test_rows, where set, is the rows a step of the self-test's kernels (the default's
+    temporaries outgrow Ascend's unified buffer). options are the compile options it takes beyond num_warps,
+    num_stages and enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the
+    release its Triton is built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1378,6 +1399,7 @@ class Backend(NamedTuple):
     warps: Optional[int] = None
     max_chunk: Optional[int] = None
     max_y_chunk: Optional[int] = None
+    self_test_rows: Optional[int] = None
 
     @property
     def route(self):
@@ -1404,7 +1426,7 @@ BACKENDS = {b.name: b for b in (
     # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts
     # a load of what the same program stored (the fused kernel's scratch slot).
     Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
-            (65535, 1, 1), "3.2"),
+            (65535, 1, 1), "3.2", self_test_rows=4),
     # The interpreter's native arithmetic is numpy's: its bf16 cast truncates and its fma rounds twice (the
     # probe finds both), so its ladder starts at IEEE arithmetic. The CPU tests probe the native rungs.
     Backend("interpreter", "cpu", (), "", ("generic", "generic_per_element", "plain", "tolerant"), 32, 256, (),
@@ -1689,12 +1711,13 @@ def _self_test_element_py(m, h):
     t, p, tm, th = m % 128, h % 128, m // 128, h // 128
     top_t = (5 * p + 17 * tm + 29 * th) % 128
     f_row, f_column = (t + tm) % 3, (top_t + tm) % 3
-    k = _hash_py(_hash_py(m) ^ (h & 0xFFFFFFFF))
+    prime = _MIX_PRIME.value
+    k = (((m % prime) * 181 + (h % prime) * 359 + 7) % prime * 32719 + 3) % prime
     top = t == top_t
-    n = 127 if top else 1 + (k >> 1) % 126
-    e = f_row if top else ((k >> 8) & 0xFFFF) % (min(f_row, f_column) + 1)
-    u = 2 if top else (k >> 12) & 1
-    return n, e, u, (k >> 16) & 1, (k >> 17) & 1, f_row, f_column, (t + th + 2 * tm) % 3
+    n = 127 if top else 1 + k % 126
+    e = f_row if top else (k >> 7) % (min(f_row, f_column) + 1)
+    u = 2 if top else (k >> 9) & 1
+    return n, e, u, (k >> 10) & 1, (k >> 11) & 1, f_row, f_column, (t + th + 2 * tm) % 3
 
 
 def _self_test_kind_py(tm, th, finite_only):
@@ -1770,17 +1793,18 @@ def self_test_plan(backend, M, H, *, route, warp_size=None, index_64=False):
     check_programs = min(tiles, _SELF_TEST_CHECK_PROGRAMS, backend.max_grid[0])
     options = {"num_warps": max(1, min(128, backend.max_threads) // warp_size), "num_stages": 1,
                "enable_fp_fusion": False}
+    rows = _SELF_TEST_SLICE if _INTERPRET else backend.self_test_rows or _SELF_TEST_SLICE
     finite_only = not route.exact
     return {"self_test_input": KernelLaunch(
                 "self_test_input", _self_test_input_kernel, (programs, 1, 1),
                 _signature(_self_test_input_kernel),
-                {"SLICE": _SELF_TEST_SLICE, "FINITE_ONLY": finite_only, "INDEX_64": index_64}, options),
+                {"SLICE": rows, "FINITE_ONLY": finite_only, "INDEX_64": index_64}, options),
             "self_test_check": KernelLaunch(
                 "self_test_check", _self_test_check_kernel, (check_programs, 1, 1),
                 {"grad_q_ptr": "*i8", "grad_s_ptr": "*fp32", "y_q_ptr": "*i8", "y_s_ptr": "*fp32",
                  "record_ptr": "*i32", "M": "i32", "H": "i32", "stride_gq": "i32", "stride_gs": "i32",
                  "stride_yq": "i32", "stride_ys": "i32"},
-                {"SLICE": _SELF_TEST_SLICE, "EXACT": route.exact, "FINITE_ONLY": finite_only, "INDEX_64": index_64},
+                {"SLICE": rows, "EXACT": route.exact, "FINITE_ONLY": finite_only, "INDEX_64": index_64},
                 options)}
 
 
@@ -1847,7 +1871,9 @@ def _same_value(a, b):
 
 
 def _shown(value):
-    return str(value) if isinstance(value, int) else f"{value!r} (0x{struct.unpack('<I', struct.pack('<f', value))[0]:08x})"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value!r} (0x{struct.unpack('<I', struct.pack('<f', value))[0]:08x})"
 
 
 def _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only):
@@ -2544,6 +2570,8 @@ def ladder_for(device):
                          for c, n in counts.items() if n) + ")"
     for feature, why in dev.ieee.get(dev.route, {}).items():
         taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
+    if dev.self_test_broken:
+        taken += f" (unproven: the self-test cannot judge this device: {dev.self_test_broken})"
     return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
             + [(route, "not tried") for route in dev.routes[1:]])
 

@@ -129,6 +129,8 @@ def test_a_fault_in_the_self_tests_expectations_keeps_the_rung_and_says_so(copie
         "kernel found grad_input_q[") and "wrong, but it holds " in said[0] and said[0].endswith(
         "as the host expects): the generic route and every later one run unproven")
     assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
+    taken = dict(copy.ladder_for("cpu"))["generic"]
+    assert taken.startswith("taken (unproven: the self-test cannot judge this device: its check kernel found ")
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
