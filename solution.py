@@ -1169,7 +1169,7 @@ def _self_test_merge(count, compared, first, differ, code, block_compared):
     """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in:
     differ and code (each element's place in the program's walk) of the block's shape; block_compared, the
     elements the block compared, counted from the block's own codes (no count a compiler could fold)."""
-    wrong = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
+    wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
     least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
     return count + wrong, compared + block_compared, tl.minimum(first, least)
 
@@ -1235,7 +1235,7 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                 s_code = (block * 2 + half) * SLICE + tl.arange(0, SLICE)
                 gs_count, gs_compared, gs_first = _self_test_merge(
                     gs_count, gs_compared, gs_first, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
-                    s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
+                    s_code[:, None], tl.sum(tl.where(s_code >= 0, 1, 0), 0))
                 zero = zero_rows
                 if half == 0:
                     zero = zero | (kind == _SELF_TEST_INF) & (part < 64)
@@ -1248,7 +1248,7 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                                            s_bits.to(tl.float32, bitcast=True)[:, None], EXACT)
                 code = s_code[:, None] * 128 + local[None, :]
                 gq_count, gq_compared, gq_first = _self_test_merge(
-                    gq_count, gq_compared, gq_first, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
+                    gq_count, gq_compared, gq_first, differ, code, tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0))
             # y_t: rows of channels h, each with its group of the tile's 128 tokens.
             h = th * 128 + part
             m = tm * 128 + local
@@ -1257,8 +1257,9 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
             s_code = block * SLICE + tl.arange(0, SLICE)
             ys_count, ys_compared, ys_first = _self_test_merge(
                 ys_count, ys_compared, ys_first, _self_test_scale_differ(got_s, s_bits, EXACT)[:, None],
-                s_code[:, None], tl.sum((s_code >= 0).to(tl.int32), 0))
-            zero = (kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64) | (kind == _SELF_TEST_INF) & (part < 32)
+                s_code[:, None], tl.sum(tl.where(s_code >= 0, 1, 0), 0))
+            zero = ((kind == _SELF_TEST_ZEROS) | (kind == _SELF_TEST_NAN) & (part < 64)
+                    | (kind == _SELF_TEST_INF) & (part < 32))
             n, e, u, up_negative, gy_negative, f_row_e, f_column, _ = _self_test_element(m[None, :], h[:, None])
             expected_q = tl.where(zero[:, None], 0, _self_test_int8(n, e, u, up_negative, gy_negative, f_row_e,
                                                                     f_column, 2))
@@ -1267,7 +1268,7 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
                                        EXACT)
             code = s_code[:, None] * 128 + local[None, :]
             yq_count, yq_compared, yq_first = _self_test_merge(
-                yq_count, yq_compared, yq_first, differ, code, tl.sum(tl.sum((code >= 0).to(tl.int32), 1), 0))
+                yq_count, yq_compared, yq_first, differ, code, tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0))
         tile += tl.num_programs(0)
         step += 1
     field = tl.arange(0, 4)
