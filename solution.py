@@ -1901,10 +1901,14 @@ def _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only
 
 
 def _same_layout(t):
-    """An uninitialized tensor with t's shape, strides, storage size and storage offset: the same alignment and
-    the same storage-size class as t where t's storage starts aligned, as the allocator's do."""
-    storage = torch.empty(t.untyped_storage().nbytes() // t.element_size(), dtype=t.dtype, device=t.device)
-    return storage.as_strided(t.shape, t.stride(), t.storage_offset())
+    """An uninitialized tensor with t's shape and strides whose first element has t's alignment modulo 16 bytes
+    (what Triton specializes a pointer on), over only the elements t's rows span."""
+    rows, cols = t.shape
+    span = (rows - 1) * t.stride(0) + cols
+    slack = 16 // t.element_size()
+    storage = torch.empty(span + slack, dtype=t.dtype, device=t.device)
+    shift = ((t.data_ptr() - storage.data_ptr()) % 16) // t.element_size()
+    return storage.as_strided(t.shape, t.stride(), shift)
 
 
 _CAPTURE_REFUSED = ("{what} and reads the verdict back, which a graph capture cannot hold: call it once before "
@@ -2228,8 +2232,8 @@ class _Device:
         names = [launch.name for launch, *_ in found]
         writer = ("grad" if output.startswith("grad") else "y") if "grad" in names else "main"
         others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
-        return (f"its self-test found {count} wrong elements in {output}, written by its {writer} kernel, the "
-                f"first at [{row}, {col}]: got {_shown(got)}, expected {_shown(expected)}"
+        return (f"its self-test found {count} wrong elements in {output}, written by its {writer} kernel, "
+                f"first found at [{row}, {col}]: got {_shown(got)}, expected {_shown(expected)}"
                 + (f" (and wrong elements in {others})" if others else ""))
 
     def _self_test_pairs(self, M, H, index_64, args, x_test=None, grad_y_test=None, compile_all=False):

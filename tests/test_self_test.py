@@ -91,7 +91,7 @@ def test_a_structural_fault_costs_its_rungs_and_the_next_rung_gives_its_bytes(na
     for message, rung, following in zip(said, left, left[1:] + [next_rung]):
         assert message.startswith(f"silu_dot_fwd_bwd_quant_fuse: left the {rung} route on this interpreter device: "
                                   f"its self-test found ")
-        assert f" wrong elements in {output}, written by its {kernel} kernel, the first at [" in message
+        assert f" wrong elements in {output}, written by its {kernel} kernel, first found at [" in message
         assert ": got " in message and ", expected " in message and message.endswith(f"; taking the {following} route")
     assert copy.route_for("cpu") == next_rung
     assert all(map(torch.equal, _bytes(out), _bytes(expected))), "the bytes differ from the next rung's own"
@@ -224,16 +224,19 @@ def test_every_new_specialization_and_shape_is_proven_once(monkeypatch):
     assert calls == [(128, 128), (256, 128), (128, 128)]
 
 
-@pytest.mark.parametrize("rows", [8, 128])
-def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_any_slicing(rows):
-    """The check kernel at the device's 8-row slices and at the interpreter's whole tiles: on the reference's outputs
-    of the self-test's input, nothing wrong and every element compared; with one element of each output changed,
-    that element, found and placed."""
-    M, H = 128, 256
+@pytest.mark.parametrize("rows, programs", [(8, None), (128, None), (128, 3)])
+def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_any_slicing(rows, programs, monkeypatch):
+    """The check kernel at the device's 8-row slices and at the interpreter's whole tiles, and with fewer programs
+    than tiles: on the reference's outputs of the self-test's input, nothing wrong and every element compared; with
+    one element of each output changed, that element, found and placed."""
+    M, H = (128, 256) if programs is None else (256, 512)
+    if programs is not None:
+        monkeypatch.setattr(solution, "_SELF_TEST_CHECK_PROGRAMS", programs)
     x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
     gy = torch.empty(M, H, dtype=torch.bfloat16)
     out = harness.new_outputs(M, H)
     plan = solution.self_test_plan("interpreter", M, H, route="generic")
+    assert programs is None or plan["self_test_check"].grid[0] == programs
     make, check = plan["self_test_input"], plan["self_test_check"]
     make.kernel[make.grid](x, gy, *out, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
                            **make.constexprs, **make.options)
@@ -246,7 +249,9 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
         return solution._self_test_findings(record.tolist(), H, rows)
 
     assert [f[:2] for f in findings(ref)] == [(0, total) for total in solution._self_test_totals(M, H)]
-    places = {"grad_input_q": (37, 300), "grad_input_s": (101, 3), "y_q_t": (77, 21), "y_s_t": (250, 0)}
+    places = ({"grad_input_q": (37, 300), "grad_input_s": (101, 3), "y_q_t": (77, 21), "y_s_t": (250, 0)}
+              if programs is None else
+              {"grad_input_q": (200, 900), "grad_input_s": (255, 7), "y_q_t": (460, 250), "y_s_t": (511, 1)})
     for i, (name, (row, col)) in enumerate(places.items()):
         wrong = [r.clone() for r in ref]
         wrong[i][row, col] = -5 if wrong[i].dtype == torch.int8 and wrong[i][row, col] != -5 else 7.0
