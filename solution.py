@@ -2108,6 +2108,8 @@ class _Device:
             # The self-test's kernels (the same for every shape but 64-bit ones) are compiled here, in the same
             # children as the table's and the probe's: a cold start waits for the slowest compile, not the sum.
             test_pairs, test_key = self._self_test_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
+            if test_key in self.self_test_compiled:  # a rung before this one compiled the same ones
+                test_pairs = []
             try:
                 _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
                               for launch in per_device] + test_pairs, self)
@@ -2155,23 +2157,15 @@ class _Device:
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
                       {}, {specialization}) for launch in self._plan(M, H, index_64, settings, resident).values()
                      if launch.name not in PER_DEVICE_LAUNCHES]
-            # The self-test's kernels are compiled with the call's own, in the same children (a cold start waits
-            # for the slowest compile, not for their sum); a failure of theirs costs the self-test, not the rung.
-            test_pairs, test_key = self._self_test_pairs(M, H, index_64, args) if resident is None else ([], None)
             try:
                 # A grid planned again (resident) compiles the same kernels: no children for them again.
-                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found]
-                                       + test_pairs, self if resident is None else None)
+                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found],
+                                       self if resident is None else None)
             except KernelFailure as exc:
-                if exc.launch.name in SELF_TEST_LAUNCHES:
-                    self._self_test_cannot_judge(_compile_failure(exc))
-                else:
-                    self._leave(_compile_failure(exc))
-                    self._settle()
+                self._leave(_compile_failure(exc))
+                self._settle()
                 found = resident = None
                 continue
-            if test_key is not None:
-                self.self_test_compiled.add(test_key)
             for (launch, _, _, _), kernel in zip(found, kernels):
                 if launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
                     resident = resident_programs(kernel, self.index, self.warp_size)
@@ -2196,9 +2190,9 @@ class _Device:
             return None
         route = ROUTE_TABLE[self.route]
         x_test, grad_y_test = _same_layout(args[0]), _same_layout(args[1])
-        pairs, compile_key = self._self_test_pairs(M, H, index_64, args, x_test, grad_y_test, compile_all=True)
+        pairs, compile_key = self._self_test_pairs(M, H, index_64, args, x_test, grad_y_test)
         record = dict(zip(pairs[1][0].signature, pairs[1][1]))["record_ptr"]
-        if compile_key not in self.self_test_compiled:  # compiled with the call's kernels where it could be
+        if compile_key not in self.self_test_compiled:  # _settle compiled them, but for 64-bit offsets
             try:
                 _compile_all(pairs, self)
             except KernelFailure as exc:
@@ -2236,11 +2230,10 @@ class _Device:
                 f"first found at [{row}, {col}]: got {_shown(got)}, expected {_shown(expected)}"
                 + (f" (and wrong elements in {others})" if others else ""))
 
-    def _self_test_pairs(self, M, H, index_64, args, x_test=None, grad_y_test=None, compile_all=False):
+    def _self_test_pairs(self, M, H, index_64, args, x_test=None, grad_y_test=None):
         """([(launch, its arguments)] of the self-test's two kernels for a call's args, with x_test and grad_y_test
         for x and grad_y (None: the call's own, which have their layout: for compiling), and the key of their
-        compile); ([], None) where the self-test runs no more here or its kernels are compiled already (unless
-        compile_all)."""
+        compile); ([], None) where the self-test runs no more here."""
         if self.self_test_broken:
             return [], None
         plan = self_test_plan(self.backend, M, H, route=self.route, warp_size=self.warp_size, index_64=index_64)
@@ -2252,8 +2245,6 @@ class _Device:
         key = tuple((launch.name, tuple(launch.constexprs.items()),
                      tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
                     for launch, launch_args in pairs)
-        if key in self.self_test_compiled and not compile_all:
-            return [], None
         return pairs, key
 
     def _stand_in_arguments(self):
