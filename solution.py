@@ -2040,7 +2040,7 @@ class _Device:
     first rung is settled: a route that reads the table (a table route, or one whose per-element sigmoid
     runs IEEE) gets its table, a native route its probe (_settle)."""
 
-    def __init__(self, x):
+    def __init__(self, x, shape=None):
         forced_route = os.environ.get(ROUTE_ENV)
         if forced_route and forced_route not in ROUTES:
             raise ValueError(f"{ROUTE_ENV} must be one of {ROUTES}, got {forced_route!r}")
@@ -2074,7 +2074,7 @@ class _Device:
         self.self_test_compiled = set()  # the self-test's launches and specializations compiled here
         _refuse_capture(self.module, "the first call on a device proves its arithmetic")
         with _on_device(x):
-            self._settle()
+            self._settle(shape)
 
     @property
     def route(self):
@@ -2097,9 +2097,10 @@ class _Device:
         warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {failed} route on this {self.backend.name} "
                       f"device: {why}; taking the {self.route} route", RuntimeWarning, stacklevel=5)
 
-    def _settle(self):
+    def _settle(self, shape=None):
         """Makes the first rung one that runs here: a route whose table or probe kernel does not compile,
-        or whose probe finds a difference, is left. An error at run time is raised, not hidden."""
+        or whose probe finds a difference, is left. An error at run time is raised, not hidden. shape: the
+        (M, H, index_64) of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
         while True:
             plan = self._plan(GROUP_SIZE, GROUP_SIZE)
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
@@ -2112,7 +2113,7 @@ class _Device:
                 test_pairs = []
             try:
                 _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
-                              for launch in per_device] + test_pairs, self)
+                              for launch in per_device] + test_pairs + self._call_pairs(shape), self)
             except KernelFailure as exc:
                 if exc.launch.name in SELF_TEST_LAUNCHES:  # it costs the self-test, not the rung
                     self._self_test_cannot_judge(_compile_failure(exc))
@@ -2163,7 +2164,7 @@ class _Device:
                                        self if resident is None else None)
             except KernelFailure as exc:
                 self._leave(_compile_failure(exc))
-                self._settle()
+                self._settle((M, H, index_64))
                 found = resident = None
                 continue
             for (launch, _, _, _), kernel in zip(found, kernels):
@@ -2179,7 +2180,7 @@ class _Device:
         """Leaves the first rung, as a kernel of this shape cannot run on it or writes wrong bytes (why); every
         shape's launches are found again on the next rung."""
         self._leave(why)
-        self._settle()
+        self._settle(key[:3])
 
     def self_test(self, M, H, index_64, found, args):
         """Runs the call's kernels (found, as _launch_all launches them) on the self-test's input, with the call's
@@ -2246,6 +2247,16 @@ class _Device:
                      tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
                     for launch, launch_args in pairs)
         return pairs, key
+
+    def _call_pairs(self, shape):
+        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64), or none: compiled with
+        the per-device kernels, in the same children, a cold start waits for one set of children, not two.
+        call_launches compiles them again for the call's own arguments, from the cache where they match."""
+        if shape is None:
+            return []
+        named = dict(zip((name for name, _ in KERNEL_ARGUMENTS), self._stand_in_arguments()))
+        return [(launch, tuple(named[name] for name in launch.signature)) for launch in self._plan(*shape).values()
+                if launch.name not in PER_DEVICE_LAUNCHES]
 
     def _stand_in_arguments(self):
         """Arguments of the kernels' types (KERNEL_ARGUMENTS) and the alignment of any allocation here, for
@@ -2381,11 +2392,11 @@ _no_children = []  # why children no longer compile in this process (empty while
 
 def _in_children(jobs, target, index):
     """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own,
-    all at once, each through the kernel's own JIT with _ChildDriver: "compiled"; "raised" (a Python
-    exception: the parent's compile meets it again); "died" (a signal, or an exit before the child told its
-    verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be started, waited for
-    or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs in a process
-    group of its own, killed whole on a timeout."""
+    all at once, each through the kernel's own JIT with _ChildDriver (then its launcher: _launcher_builder):
+    "compiled"; "raised" (a Python exception: the parent's compile meets it again); "died" (a signal, or an exit
+    before the child told its verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be
+    started, waited for or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs
+    in a process group of its own, killed whole on a timeout."""
     started = [_start_child(*job, target, index) for job in jobs]
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
     return [("no child", end) if pid is None else _child_verdict(pid, end, deadline) for pid, end in started]
@@ -2409,15 +2420,16 @@ def _start_child(kernel, args, grid, kwargs, target, index):
         os.close(write_end)
         return None, f"os.fork failed ({type(exc).__name__}: {exc})"
     if pid == 0:
-        verdict = b"R"
+        verdict, compiled, build_launcher = b"R", None, None
         try:
             os.close(read_end)
             os.setpgid(0, 0)
+            build_launcher = _launcher_builder()
             if hasattr(triton.runtime.driver, "set_active"):
                 triton.runtime.driver.set_active(_ChildDriver(target, index))
             else:
                 triton.runtime.driver.active = _ChildDriver(target, index)
-            kernel.warmup(*args, grid=grid, **kwargs)
+            compiled = kernel.warmup(*args, grid=grid, **kwargs)
             verdict = b"C"
         except _DriverAsked as asked:
             verdict = b"A" + str(asked).encode()[:100]
@@ -2426,10 +2438,25 @@ def _start_child(kernel, args, grid, kwargs, target, index):
         finally:
             try:
                 os.write(write_end, verdict)
+                if compiled is not None and build_launcher is not None:
+                    build_launcher(compiled.src, compiled.metadata)
+            except BaseException:
+                pass
             finally:
                 os._exit(0)
     os.close(write_end)
     return pid, read_end
+
+
+def _launcher_builder():
+    """The active driver's launcher class (None where it has none), called in a child after its verdict is told:
+    building a kernel's C launcher there puts it in Triton's cache, where the parent's load of that kernel finds
+    it, instead of building each kernel's launcher (a C compile, about 0.3 s) one after another itself. A failure
+    there only leaves the parent to build it."""
+    try:
+        return getattr(triton.runtime.driver.active, "launcher_cls", None)
+    except Exception:
+        return None
 
 
 def _child_verdict(pid, read_end, deadline):
@@ -2483,6 +2510,27 @@ def _kill_child(pid):
         pass
 
 
+def _keys_before_fork(kernels):
+    """Computes here, before the children fork, the keys Triton computes once a process: its own (a hash of its
+    files, which each child would compute again) and each kernel's source key, so that a kernel's key is the same
+    in its child and here. From Triton 3.5 a kernel's key depends on which other kernels that share its helpers
+    were keyed before it in the process, and a key that differs here would miss the child's binary in the cache
+    and compile it again."""
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
+        triton_key = getattr(sys.modules.get(module), "triton_key", None)
+        if callable(triton_key):
+            try:
+                triton_key()
+            except Exception:  # the compile meets it again, and says why
+                pass
+            break
+    for kernel in kernels:
+        try:
+            getattr(kernel, "cache_key", None)
+        except Exception:
+            pass
+
+
 def _compile_in_children(pairs, target, index, canary_arg=None):
     """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so
     that a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the
@@ -2498,6 +2546,7 @@ def _compile_in_children(pairs, target, index, canary_arg=None):
     elif not hasattr(os, "fork"):
         why = "this platform has no os.fork"
     else:
+        _keys_before_fork(launch.kernel for launch, _ in pairs)
         verdicts = _in_children([(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options})
                                  for launch, args in pairs], target, index)
         dead = [(launch, detail) for (launch, _), (verdict, detail) in zip(pairs, verdicts) if verdict == "died"]
@@ -2538,10 +2587,11 @@ def resident_programs(kernel, device_index, warp_size):
 _devices = {}
 
 
-def _device(x):
+def _device(x, shape=None):
+    """The _Device of x's device, set up on first use (shape: the (M, H, index_64) of the call, if one sets it up)."""
     device = _devices.get(x.get_device())
     if device is None:
-        device = _devices[x.get_device()] = _Device(x)
+        device = _devices[x.get_device()] = _Device(x, shape)
     return device
 
 
@@ -2599,7 +2649,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     at a shape and specialization not yet proven (_Device.self_test), is left for the next rung of its ladder,
     once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
-    device = _device(x)
+    device = _device(x, (M, H, index_64))
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)

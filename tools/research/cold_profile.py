@@ -1,0 +1,43 @@
+"""Where a cold start's time goes: one fresh process per solution, empty Triton cache; a timeline of the
+children's batches, the parent's compiles, the C launcher builds and the self-test. Then each kernel's own
+compile time in-process, serially, into another empty cache."""
+import json, os, subprocess, sys, tempfile
+ONE = r'''
+import os, sys, time, tempfile, json
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()
+import torch
+sys.path.insert(0, ".")
+import harness, triton
+import triton.runtime.build as build
+torch.cuda.init()
+T0 = None
+events = []
+def now(): return time.perf_counter() - T0 if T0 is not None else -1
+def wrap(mod, name, label):
+    f = getattr(mod, name)
+    def w(*a, **k):
+        s = now(); r = f(*a, **k); events.append((round(s, 3), round(now() - s, 3), label(a, k))); return r
+    setattr(mod, name, w)
+wrap(build, "_build", lambda a, k: "C build " + str(a[0]))
+t_import = time.perf_counter()
+solution = harness.load_solution(SOL, name="solution_cold")
+t_import = time.perf_counter() - t_import
+wrap(solution, "_in_children", lambda a, k: "children: " + ",".join(getattr(j[0], "__name__", str(j[0])) for j in a[0]))
+wrap(solution, "_child_verdict", lambda a, k: "child done " + str(a[0]))
+wrap(solution, "_compile", lambda a, k: "parent compile+load " + a[0].name)
+for meth in ("_settle", "call_launches", "self_test"):
+    if hasattr(solution._Device, meth):
+        wrap(solution._Device, meth, lambda a, k, m=meth: "Device." + m)
+x, gy = harness.make_inputs(8192, 4096, seed=0, device="cuda")
+out = harness.new_outputs(8192, 4096, device="cuda")
+torch.cuda.synchronize()
+T0 = time.perf_counter()
+solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+torch.cuda.synchronize()
+first = now()
+print(json.dumps({"solution": SOL, "import_s": round(t_import, 3), "first_call_s": round(first, 3),
+                  "events": sorted(events)}))
+'''
+for sol in sys.argv[1:]:
+    r = subprocess.run([sys.executable, "-c", f"SOL={sol!r}\n" + ONE], capture_output=True, text=True)
+    print(r.stdout[-6000:]); print(r.stderr[-3000:])
