@@ -610,23 +610,38 @@ def _divide(a, b, NPU_DIVISION: tl.constexpr):
 
 
 @triton.jit
-def _two_pass_sigmoid(gate, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
-    """The IEEE sigmoid where divisions are div_rn; else 1 / (1 + exp(-gate)) as the reference writes it,
-    with the backend's division (on Ascend torch.sigmoid is those very Exp, Adds and Div)."""
+def _two_pass_sigmoid(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, EXACT: tl.constexpr,
+                      NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
+                      IEEE_SIGMOID: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """Where divisions are div_rn: TABLE_FREE, the IEEE sigmoid computed whole, reading no table (plain's: the
+    last exact rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup: its IEEE
+    form reads three gates from the table, its native form is what the probe proves). Otherwise 1 / (1 +
+    exp(-gate)) as the reference writes it, with the backend's division (on Ascend torch.sigmoid is those very
+    Exp, Adds and Div)."""
     if EXACT and not NPU_DIVISION:
-        return sigmoid(gate, NO_LIBDEVICE, True, 0)
+        if TABLE_FREE:
+            return sigmoid(gate, NO_LIBDEVICE, True, 0)
+        else:
+            return sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, 1, NO_LIBDEVICE, False, IEEE_SIGMOID,
+                                  CUDA_ARCH)  # no gather: its element count unused
     else:
         return _divide(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE), NPU_DIVISION)
 
 
 @triton.jit
-def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr):
+def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr, IEEE_DIVISION: tl.constexpr,
+                   IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as
-    quantize's IEEE form; else as the reference writes it: max(max|v| / 127, 1e-10), v / s clamped and
-    cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
+    quantize (with the operator / on Ascend: its IEEE division); else as the reference writes it:
+    max(max|v| / 127, 1e-10), v / s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not
+    byte-exact)."""
     if EXACT:
         scale = group_scale(group_absmax(v, 1))
-        return _int8_of_quotient(_divide(v, scale[:, None], NPU_DIVISION), scale[:, None]), scale
+        if NPU_DIVISION:
+            return _int8_of_quotient(v / scale[:, None], scale[:, None]), scale
+        else:
+            return quantize(v, scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_DIVISION, IEEE_INT8,
+                            CUDA_ARCH), scale
     else:
         scale = tl.maximum(tl.max(tl.abs(v), axis=1) / 127.0, 1e-10)
         return tl.minimum(tl.maximum(v / scale[:, None], -127.0), 127.0).to(tl.int8), scale
@@ -649,28 +664,35 @@ def _first_tile(INDEX_64: tl.constexpr):
 
 @triton.jit
 def _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT: tl.constexpr,
-                      NPU_DIVISION: tl.constexpr):
+                      NPU_DIVISION: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
+                      CUDA_ARCH: tl.constexpr):
     """Quantizes y_t (channels x tokens, fp32: one token group of each channel), stores its int8 and returns
     the tile of scales s_y with the group's in column g."""
-    q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION)
+    q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
     tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
     return _with_column(s_y, s, g, groups)
 
 
 @triton.jit
-def _y_of_x(gate, up, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
+def _y_of_x(gate, up, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, EXACT: tl.constexpr,
+            NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
+            IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """y = silu(gate) * up as bf16, from bf16 gate and up tiles."""
     gate = gate.to(tl.float32)
+    sig = _two_pass_sigmoid(gate, table_ptr, LUT_LO, LUT_N, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE,
+                            IEEE_SIGMOID, CUDA_ARCH)
     # Only y is kept; gate stands in for the grad_y that the y kernels do not read.
-    y, _, _ = silu_mul_fwd_bwd(gate, up.to(tl.float32), gate, _two_pass_sigmoid(gate, EXACT, NO_LIBDEVICE,
-                                                                                  NPU_DIVISION), EXACT)
+    y, _, _ = silu_mul_fwd_bwd(gate, up.to(tl.float32), gate, sig, IEEE_BF16)
     return y
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
-def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, M, H, stride_x, stride_gy, stride_gq, stride_gs,
-                      GROUP: tl.constexpr, ROWS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
-                      NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, INDEX_64: tl.constexpr):
+def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, M, H, stride_x, stride_gy, stride_gq,
+                      stride_gs, GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, ROWS: tl.constexpr,
+                      GROUPS: tl.constexpr, EXACT: tl.constexpr,
+                      NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
+                      IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
+                      IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
     """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of the gate half and of the up
     half; the groups are closed one by one and their scales stored together."""
     tiles_h = H // (GROUP * GROUPS)
@@ -689,16 +711,17 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, M, H, stride_x,
             gate = tl.load(x_ptr + x_offs).to(tl.float32)
             up = tl.load(x_ptr + x_offs + H).to(tl.float32)
             gy = tl.load(grad_y_ptr + tokens[:, None] * stride_gy + cols[None, :]).to(tl.float32)
-            _, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, _two_pass_sigmoid(gate, EXACT, NO_LIBDEVICE,
-                                                                                NPU_DIVISION), EXACT)
+            sig = _two_pass_sigmoid(gate, table_ptr, LUT_LO, LUT_N, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE,
+                                    IEEE_SIGMOID, CUDA_ARCH)
+            _, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
             # Rounded with NaN kept in each element, not by grad_groups: holding the raw values beside the
             # rounded ones for their max took the unified buffer Ascend plans for this kernel from 103 KB to
             # 183-189 KB, past its limit (check.py --targets judge).
-            d_gate = _round_to_bf16(d_gate, EXACT)
-            d_up = _round_to_bf16(d_up, EXACT)
-            q_gate, s = _quantize_rows(d_gate, EXACT, NPU_DIVISION)
+            d_gate = _round_to_bf16(d_gate, IEEE_BF16)
+            d_up = _round_to_bf16(d_up, IEEE_BF16)
+            q_gate, s = _quantize_rows(d_gate, EXACT, NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
             s_gate = _with_column(s_gate, s, g, groups)
-            q_up, s = _quantize_rows(d_up, EXACT, NPU_DIVISION)
+            q_up, s = _quantize_rows(d_up, EXACT, NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
             s_up = _with_column(s_up, s, g, groups)
             q_offs = tokens[:, None] * stride_gq + cols[None, :]
             tl.store(grad_q_ptr + q_offs, q_gate)
@@ -710,10 +733,12 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, M, H, stride_x,
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
-def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, stride_ys,
-                      GROUP: tl.constexpr, CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
-                      NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, GATHER: tl.constexpr,
-                      INDEX_64: tl.constexpr):
+def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys,
+                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, CHANNELS: tl.constexpr,
+                      GROUPS: tl.constexpr, EXACT: tl.constexpr,
+                      NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
+                      IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
+                      IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, GATHER: tl.constexpr, INDEX_64: tl.constexpr):
     """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as columns, channels x
     tokens (strided along the last dimension), so y is already in y_q_t's order: no transpose. GATHER: see
     Route.column_gather."""
@@ -731,17 +756,21 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, stride
             x_offs = tokens[None, :] * stride_x + channels[:, None]
             if GATHER:  # Route.column_gather: offsets a compiler cannot see as affine (no-op max)
                 x_offs = tl.maximum(x_offs, 0)
-            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + (x_offs + H)), EXACT, NO_LIBDEVICE, NPU_DIVISION)
+            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + (x_offs + H)), table_ptr, LUT_LO, LUT_N, EXACT,
+                        NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE_SIGMOID, IEEE_BF16, CUDA_ARCH)
             s_y = _quantize_y_group(y.to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT,
-                                    NPU_DIVISION)
+                                    NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
         tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
         tile += tl.num_programs(0)
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
-def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, stride_ys,
-                         GROUP: tl.constexpr, CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
-                         NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, INDEX_64: tl.constexpr):
+def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys,
+                         GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, CHANNELS: tl.constexpr,
+                      GROUPS: tl.constexpr, EXACT: tl.constexpr,
+                         NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
+                         IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
+                         IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
     """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as rows, tokens x
     channels (contiguous along the last dimension), and y (bf16) is transposed in registers to y_q_t's
     order."""
@@ -757,9 +786,10 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_yq, str
         for g in range(GROUPS):
             tokens = (first_group + g) * GROUP + local
             x_offs = tokens[:, None] * stride_x + channels[None, :]
-            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + x_offs + H), EXACT, NO_LIBDEVICE, NPU_DIVISION)
+            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + x_offs + H), table_ptr, LUT_LO, LUT_N, EXACT,
+                        NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE_SIGMOID, IEEE_BF16, CUDA_ARCH)
             s_y = _quantize_y_group(tl.trans(y).to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups,
-                                    EXACT, NPU_DIVISION)
+                                    EXACT, NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
         tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
         tile += tl.num_programs(0)
 
@@ -1346,6 +1376,9 @@ ROUTE_TABLE = {r.name: r for r in (
     Route("native_per_element", native_math=True, sigmoid_table=False, threads=512),
     Route("generic", native_math=False, sigmoid_table=True),
     Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512),
+    # The two-pass kernels with the fused kernel's native arithmetic, proven by the probe as the native rungs' is.
+    Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, threads=128, chunk=16,
+          y_chunk=32),
     # The last exact rung: two kernels of loads, stores, IEEE arithmetic and reductions along the last
     # axis, with no scratch, gather, inline asm, vendor option or barrier.
     Route("plain", native_math=False, sigmoid_table=False, two_pass=True, threads=128, chunk=16, y_chunk=16),
@@ -1364,8 +1397,9 @@ ROUTE_TABLE = {r.name: r for r in (
 ROUTES = tuple(ROUTE_TABLE)
 ROUTE_ENV = "SILU_DOT_ROUTE"
 # Native, then IEEE arithmetic; each with the table, then with the sigmoid per element; then the two-pass
-# rungs, exact and tolerant.
-_PORTABLE_LADDER = ("native", "native_per_element", "generic", "generic_per_element", "plain", "tolerant")
+# rungs: native, IEEE, tolerant.
+_PORTABLE_LADDER = ("native", "native_per_element", "generic", "generic_per_element", "native_two_pass", "plain",
+                    "tolerant")
 
 
 def route_available(route):
@@ -1550,13 +1584,15 @@ IEEE_FEATURES = {"sigmoid": "IEEE_SIGMOID", "bf16 rounding": "IEEE_BF16", "divis
 
 def _route_constexprs(route, arch, ieee=()):
     """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that
-    its probe found wrong on this device, which run in their IEEE form. Under the interpreter there is no
-    PTX and no libdevice (tl.exp is numpy's exp there)."""
+    its probe found wrong on this device, which run in their IEEE form (a tolerant rung runs none IEEE: it
+    computes as the reference is written). Under the interpreter there is no PTX and no libdevice (tl.exp is
+    numpy's exp there)."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
             "NO_LIBDEVICE": not route.libdevice or _INTERPRET,
-            **{constexpr: not route.native_math or feature in ieee for feature, constexpr in IEEE_FEATURES.items()}}
+            **{constexpr: route.exact and (not route.native_math or feature in ieee)
+               for feature, constexpr in IEEE_FEATURES.items()}}
 
 
 def ieee_features_for(route, failed_checks, ieee=()):
@@ -1649,17 +1685,26 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
     launches = []
-    # The table is gathered on a table route; the fused kernel's per-element IEEE sigmoid reads three entries.
-    if route.sigmoid_table or (not route.two_pass and route_constexprs["IEEE_SIGMOID"]):
+    # The table is gathered on a table route; the per-element IEEE sigmoid reads three entries, but on the two-pass
+    # routes of IEEE arithmetic (plain computes it whole; Ascend's divide with its own /).
+    table_free = route.two_pass and not route.native_math
+    if route.sigmoid_table or (route_constexprs["IEEE_SIGMOID"] and not table_free):
         launches.append(KernelLaunch(
             "sigmoid_table", _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
             {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"]},
             {"num_warps": max(1, min(128, backend.max_threads) // warp_size), **common}))
+    if route.probed:  # compiled with the route's kernels' options, as it must prove their math
+        launches.append(KernelLaunch(
+            "probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
+            {"probe_ptr": "*i32", "table_ptr": "*fp32"},
+            {**PROBE_SIZE, "LUT_LO": _LUT_LO, "LUT_N": _LUT_N, **route_constexprs}, options))
     if route.two_pass:
         grad_groups = _groups_a_store(H // GROUP_SIZE, route.scale_groups)
         y_groups = _groups_a_store(M // GROUP_SIZE, route.scale_groups)
-        two_pass = {"GROUP": GROUP_SIZE, "EXACT": route.exact, "NO_LIBDEVICE": route_constexprs["NO_LIBDEVICE"],
-                    "NPU_DIVISION": route.npu_division, "INDEX_64": index_64}
+        two_pass = {"GROUP": GROUP_SIZE, "LUT_LO": _LUT_LO, "LUT_N": _LUT_N, "EXACT": route.exact,
+                    "NPU_DIVISION": route.npu_division, "TABLE_FREE": table_free,
+                    **{name: value for name, value in route_constexprs.items() if name != "SIGMOID_TABLE"},
+                    "INDEX_64": index_64}
 
         def grid(tiles):
             return (min(tiles, settings.programs or tiles, backend.max_grid[0]), 1, 1)
@@ -1678,11 +1723,6 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             grid = (min(tiles_h * tiles_m, settings.programs or tiles_h * tiles_m, backend.max_grid[0]), 1, 1)
         else:
             grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
-        if route.probed:  # compiled with the main kernel's options, as it must prove that kernel's math
-            launches.append(KernelLaunch(
-                "probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
-                {"probe_ptr": "*i32", "table_ptr": "*fp32"},
-                {**PROBE_SIZE, "LUT_LO": _LUT_LO, "LUT_N": _LUT_N, **route_constexprs}, options))
         launches.append(KernelLaunch(
             "main", _silu_mul_quant_kernel, grid, _signature(_silu_mul_quant_kernel),
             {"GROUP": GROUP_SIZE, "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, "LUT_LO": _LUT_LO,
@@ -2111,13 +2151,15 @@ class _Device:
             test_pairs, test_key = self._self_test_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
             if test_key in self.self_test_compiled:  # a rung before this one compiled the same ones
                 test_pairs = []
-            try:
-                _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
-                              for launch in per_device] + test_pairs + self._call_pairs(shape), self)
+            try:  # the self-test's first: a later launch that fails leaves them compiled
+                _compile_all(test_pairs + [(launch, (probe_out, self.table) if launch is probe else (self.table,))
+                                           for launch in per_device] + self._call_pairs(shape), self)
             except KernelFailure as exc:
                 if exc.launch.name in SELF_TEST_LAUNCHES:  # it costs the self-test, not the rung
                     self._self_test_cannot_judge(_compile_failure(exc))
                 else:
+                    if test_key is not None:
+                        self.self_test_compiled.add(test_key)
                     self._leave(_compile_failure(exc))
                 continue
             if test_key is not None:

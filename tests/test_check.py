@@ -76,7 +76,8 @@ def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
     assert re.fullmatch(r"  native: left: its probe found \d+ differences from IEEE arithmetic in pipeline, the "
                         r"first at row \d+, column \d+: native 0x[0-9a-f]{8}, IEEE 0x[0-9a-f]{8}", lines[at + 1])
     assert lines[at + 2].startswith("  native_per_element: left: its probe found")
-    assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, plain, tolerant"]
+    assert lines[at + 3:at + 5] == ["  generic: taken", "  not tried, below it: generic_per_element, native_two_pass, plain, "
+                                                        "tolerant"]
     assert [route for route, _ in report["route"]["ladder"]] == list(solution.BACKENDS["unknown"].routes)
 
 

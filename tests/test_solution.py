@@ -263,13 +263,15 @@ def test_routes_take_their_features():
             assert ("sigmoid_table" in plan) is reads_table, (name, route_name)
             assert ("probe" in plan) is route.probed is (route.native_math and not route.ptx), (name, route_name)
             if route.two_pass:
-                assert list(plan) == ["grad", "y"]
+                assert list(plan) == ["probe"] * route.probed + ["grad", "y"]
                 assert plan["y"].kernel is (solution._y_transposed_kernel if route.transpose_in_registers
                                             else solution._y_columns_kernel)
-                for launch in plan.values():
+                for launch in (plan["grad"], plan["y"]):
                     assert launch.constexprs["EXACT"] is route.exact
                     assert launch.constexprs["NPU_DIVISION"] is route.npu_division
-                    assert "scratch_ptr" not in launch.signature and "table_ptr" not in launch.signature
+                    # plain and Ascend's compute their IEEE sigmoid whole; a native one reads the table's three
+                    assert launch.constexprs["TABLE_FREE"] is not route.native_math
+                    assert "scratch_ptr" not in launch.signature
                 continue
             main = plan["main"]
             assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
@@ -303,15 +305,16 @@ def test_resident_programs_is_none_where_nothing_tells():
 
 
 def test_every_ladder_drops_one_feature_at_a_time():
-    """native + table, native per element, IEEE + table, IEEE per element, plain, tolerant: a rung below
-    another never has a feature the one above lacks (nvidia's own rungs on top, Ascend's routes apart)."""
+    """native + table, native per element, IEEE + table, IEEE per element, then two-pass: native, IEEE (plain),
+    tolerant: a rung below another never has a feature the one above lacks, but a two-pass rung below a fused one
+    (nvidia's own rungs on top, Ascend's routes apart)."""
     order = ("exact", "native_math", "sigmoid_table")
     for name, backend in solution.BACKENDS.items():
         if name in ("ascend", "interpreter"):
             continue
         portable = [r for r in backend.routes if not solution.ROUTE_TABLE[r].ptx]
-        assert portable == ["native", "native_per_element", "generic", "generic_per_element", "plain",
-                            "tolerant"], name
+        assert portable == ["native", "native_per_element", "generic", "generic_per_element", "native_two_pass",
+                            "plain", "tolerant"], name
         for above, below in zip(portable, portable[1:]):
             a, b = solution.ROUTE_TABLE[above], solution.ROUTE_TABLE[below]
             assert [getattr(b, f) for f in order] < [getattr(a, f) for f in order] or (b.two_pass and not a.two_pass), (

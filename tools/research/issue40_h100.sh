@@ -8,9 +8,10 @@
 #                                             # fault copy and the portable copy
 #   bash tools/research/issue40_h100.sh b     # cold start (automatic, portable) with each further shape's first
 #                                             # call; bench --repeat 3 against release be0cf31
-#   bash tools/research/issue40_h100.sh t     # the two-pass rungs: forced, strict, and timed against nvidia
+#   bash tools/research/issue40_h100.sh t     # the exact two-pass rungs (native_two_pass, plain): forced, strict,
+#                                             # and timed against nvidia
 #   PYTHONPATH=/tmp/t bash tools/research/issue40_h100.sh p   # another Triton: the portable copy strict, the
-#                                             # two-pass rungs timed against nvidia_per_element
+#                                             # exact two-pass rungs timed against nvidia_per_element
 # b wants the release as .lab/release_be0cf31.py (git show be0cf31:solution.py), carried with .lab.
 set -uo pipefail
 part=${1:?usage: issue40_h100.sh a|b|t|p}
@@ -28,13 +29,14 @@ case $part in
     run bench-vs-release-be0cf31 python3 bench.py --repeat 3 --baseline .lab/release_be0cf31.py \
       --json "$(J bench-vs-release-be0cf31)" ;;
   t)
-    for r in plain; do
+    for r in native_two_pass plain; do
       run "check-$r" python3 check.py --strict --seeds 1 --route "$r" --json "$(J "check-$r")"
       run "bench-$r" python3 bench.py --repeat 3 --route "$r" --baseline solution.py --baseline-route nvidia \
         --json "$(J "bench-$r")"; done ;;
   p)
     run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
-    run bench-plain python3 bench.py --repeat 3 --route plain --baseline solution.py \
-      --baseline-route nvidia_per_element --json "$(J bench-plain)" ;;
+    for r in native_two_pass plain; do
+      run "bench-$r" python3 bench.py --repeat 3 --route "$r" --baseline solution.py \
+        --baseline-route nvidia_per_element --json "$(J "bench-$r")"; done ;;
 esac
 tar -C "$OUT" -czf "$OUT/v-$part-$tag.tar.gz" v && rm -rf "$OUT/v"

@@ -2,9 +2,9 @@
 fused kernel and a same-bytes copy of each kernel's own traffic: where a two-pass rung's time goes.
 
 For each shape: the nvidia route's call; then for the grad kernel (ROWS tokens x GROUPS groups, warps) and the y
-kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), the exact (IEEE) math with the
-sigmoid per element or from the table (SIGMOID_TABLE; the table is not filled: timing only), and the tolerant
-math (EXACT=False: the reference's operations, no IEEE sigmoid), each against a copy of the same bytes.
+kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), each math: every feature IEEE (plain),
+every feature native (native_two_pass, where its probe passes), native with the PTX pieces, and the tolerant math
+(EXACT=False: the reference's operations), each against a copy of the same bytes.
 Usage: python tools/research/two_pass_kernels.py [--shapes MxH ...] [--json PATH]
 """
 import argparse
@@ -38,6 +38,7 @@ def main():
         scratch = torch.empty(1, dtype=torch.bfloat16, device="cuda")
         strides = (x.stride(0), gy.stride(0), out[0].stride(0), out[1].stride(0), out[2].stride(0), out[3].stride(0))
         full = (x, gy, *out, table, scratch, M, H, *strides)
+        arch = torch.cuda.get_device_capability()[0] * 10 + torch.cuda.get_device_capability()[1]
         names = [n for n, _ in sol.KERNEL_ARGUMENTS]
         grad_bytes = 6 * M * H + 2 * M * H + M * (2 * H // 128) * 4
         y_bytes = 4 * M * H + M * H + H * (M // 128) * 4
@@ -54,24 +55,28 @@ def main():
             return do_bench(lambda: kernel[grid](*a, **constexprs, **opts))
 
         base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False, "LUT_LO": sol._LUT_LO, "LUT_N": sol._LUT_N}
-        for exact, tables in ((True, (False, True)), (False, (False,))):
-            for table in tables:
-                math = {"EXACT": exact, "NPU_DIVISION": not exact, "SIGMOID_TABLE": table}
-                for rows_, groups, warps in ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8)):
-                    if (H // 128) % groups:
-                        continue
-                    us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
-                                     M // rows_ * (H // 128 // groups))
-                    label = f"grad exact={exact} table={table} rows={rows_} groups={groups} warps={warps}"
-                    print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
+        ieee = {"IEEE_SIGMOID": True, "IEEE_BF16": True, "IEEE_DIVISION": True, "IEEE_INT8": True}
+        native = {name: False for name in ieee}
+        maths = {"ieee": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": 0, **ieee},
+                 "native": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": 0, **native},
+                 "native+ptx": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": arch, **native},
+                 "tolerant": {"EXACT": False, "NPU_DIVISION": True, "CUDA_ARCH": 0, **native}}
+        for math_name, math in maths.items():
+            for rows_, groups, warps in ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8), (64, 1, 8)):
+                if (H // 128) % groups:
+                    continue
+                us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
+                                 M // rows_ * (H // 128 // groups))
+                label = f"grad {math_name} rows={rows_} groups={groups} warps={warps}"
+                print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
+                row["variants"].append({"label": label, "us": us})
+            for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
+                for ch, groups, warps in ((16, 1, 4), (32, 1, 4), (64, 1, 8), (32, 2, 4), (16, 2, 4)):
+                    us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
+                                     H // ch * (M // 128 // groups))
+                    label = f"{kernel.__name__} {math_name} channels={ch} groups={groups} warps={warps}"
+                    print(f"  {label}: {us:.1f} us ({y_copy / us:.0%} of copy)", flush=True)
                     row["variants"].append({"label": label, "us": us})
-                for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
-                    for ch, groups, warps in ((16, 1, 4), (32, 1, 4), (64, 1, 8), (32, 2, 4)):
-                        us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
-                                         H // ch * (M // 128 // groups))
-                        label = f"{kernel.__name__} exact={exact} table={table} channels={ch} groups={groups} warps={warps}"
-                        print(f"  {label}: {us:.1f} us ({y_copy / us:.0%} of copy)", flush=True)
-                        row["variants"].append({"label": label, "us": us})
         rows.append(row)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
