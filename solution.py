@@ -2140,7 +2140,7 @@ class _Device:
     def _settle(self, shape=None):
         """Makes the first rung one that runs here: a route whose table or probe kernel does not compile,
         or whose probe finds a difference, is left. An error at run time is raised, not hidden. shape: the
-        (M, H, index_64) of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
+        (M, H, index_64, settings) of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
         while True:
             plan = self._plan(GROUP_SIZE, GROUP_SIZE)
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
@@ -2151,14 +2151,14 @@ class _Device:
             test_pairs, test_key = self._self_test_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
             if test_key in self.self_test_compiled:  # a rung before this one compiled the same ones
                 test_pairs = []
-            try:  # the self-test's first: a later launch that fails leaves them compiled
+            try:  # the self-test's first: a later launch that fails in this process leaves them compiled here
                 _compile_all(test_pairs + [(launch, (probe_out, self.table) if launch is probe else (self.table,))
                                            for launch in per_device] + self._call_pairs(shape), self)
             except KernelFailure as exc:
                 if exc.launch.name in SELF_TEST_LAUNCHES:  # it costs the self-test, not the rung
                     self._self_test_cannot_judge(_compile_failure(exc))
                 else:
-                    if test_key is not None:
+                    if test_key is not None and exc.what != "kills its compiler":  # not one raised before any here
                         self.self_test_compiled.add(test_key)
                     self._leave(_compile_failure(exc))
                 continue
@@ -2206,7 +2206,7 @@ class _Device:
                                        self if resident is None else None)
             except KernelFailure as exc:
                 self._leave(_compile_failure(exc))
-                self._settle((M, H, index_64))
+                self._settle(key)
                 found = resident = None
                 continue
             for (launch, _, _, _), kernel in zip(found, kernels):
@@ -2222,7 +2222,7 @@ class _Device:
         """Leaves the first rung, as a kernel of this shape cannot run on it or writes wrong bytes (why); every
         shape's launches are found again on the next rung."""
         self._leave(why)
-        self._settle(key[:3])
+        self._settle(key)
 
     def self_test(self, M, H, index_64, found, args):
         """Runs the call's kernels (found, as _launch_all launches them) on the self-test's input, with the call's
@@ -2291,13 +2291,18 @@ class _Device:
         return pairs, key
 
     def _call_pairs(self, shape):
-        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64), or none: compiled with
-        the per-device kernels, in the same children, a cold start waits for one set of children, not two.
-        call_launches compiles them again for the call's own arguments, from the cache where they match."""
+        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64, settings), or none:
+        compiled with the per-device kernels, in the same children, a cold start waits for one set of children, not
+        two. call_launches compiles them again for the call's own arguments, from the cache where they match, and
+        raises what planning them raises (a grid too large)."""
         if shape is None:
             return []
+        try:
+            plan = self._plan(*shape)
+        except ValueError:
+            return []
         named = dict(zip((name for name, _ in KERNEL_ARGUMENTS), self._stand_in_arguments()))
-        return [(launch, tuple(named[name] for name in launch.signature)) for launch in self._plan(*shape).values()
+        return [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()
                 if launch.name not in PER_DEVICE_LAUNCHES]
 
     def _stand_in_arguments(self):
@@ -2513,6 +2518,13 @@ def _child_verdict(pid, read_end, deadline):
             else:
                 time.sleep(0.005)
         message = os.read(read_end, 128) if status is not None else b""
+        told = b""
+        if status is None:  # past the deadline: a verdict it told before still counts
+            os.set_blocking(read_end, False)
+            try:
+                told = os.read(read_end, 128)
+            except BlockingIOError:
+                pass
     except BaseException as exc:
         _kill_child(pid)
         if not isinstance(exc, Exception):
@@ -2522,6 +2534,8 @@ def _child_verdict(pid, read_end, deadline):
         os.close(read_end)
     if status is None:
         _kill_child(pid)
+        if told in (b"C", b"R"):  # told in time: what ran over was its launcher's build (_launcher_builder)
+            return ("compiled" if told == b"C" else "raised"), ""
         return "no child", f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s"
     if message in (b"C", b"R"):
         return ("compiled" if message == b"C" else "raised"), ""
@@ -2569,8 +2583,9 @@ def _keys_before_fork(kernels):
     for kernel in kernels:
         try:
             getattr(kernel, "cache_key", None)
-        except Exception:
-            pass
+        except Exception:  # keyed again where it compiles, which says why
+            if getattr(kernel, "hash", None) is not None:
+                kernel.hash = None
 
 
 def _compile_in_children(pairs, target, index, canary_arg=None):
@@ -2630,7 +2645,8 @@ _devices = {}
 
 
 def _device(x, shape=None):
-    """The _Device of x's device, set up on first use (shape: the (M, H, index_64) of the call, if one sets it up)."""
+    """The _Device of x's device, set up on first use (shape: the (M, H, index_64, settings) of the call that sets it
+    up, if one does)."""
     device = _devices.get(x.get_device())
     if device is None:
         device = _devices[x.get_device()] = _Device(x, shape)
@@ -2691,7 +2707,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     at a shape and specialization not yet proven (_Device.self_test), is left for the next rung of its ladder,
     once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
-    device = _device(x, (M, H, index_64))
+    device = _device(x, (M, H, index_64, settings))
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+import types
 import warnings
 from pathlib import Path
 
@@ -149,3 +151,26 @@ def test_children_that_die_whatever_they_compile_are_turned_off_not_the_rung(mon
     assert compiled == [launch.kernel, solution._canary_kernel]
     solution._compile_in_children([(launch, ())], object(), 0, object())
     assert len(compiled) == 2  # children stay off
+
+
+def test_a_child_builds_its_launcher_after_its_verdict_and_a_slow_build_keeps_it(monkeypatch, tmp_path):
+    """A child tells its verdict, then builds its kernel's launcher (_launcher_builder) for the parent's load: a
+    build that fails changes nothing, and one that runs past the deadline is cut off with the verdict kept."""
+    class Compiles:
+        def warmup(self, *args, **kwargs):
+            return types.SimpleNamespace(src="src", metadata="metadata")
+
+    def builder_that(behaves, mark):
+        def build(src, metadata):
+            mark.write_text(f"{src} {metadata}")  # in the child
+            behaves()
+        return lambda: build
+
+    def fails():
+        raise RuntimeError("no C compiler")
+    for behaves, timeout, mark in ((fails, 30, tmp_path / "failed"), (lambda: time.sleep(60), 1, tmp_path / "slow")):
+        monkeypatch.setattr(solution, "_launcher_builder", builder_that(behaves, mark))
+        monkeypatch.setattr(solution, "CHILD_COMPILE_TIMEOUT_S", timeout)
+        started = time.monotonic()
+        assert solution._in_children([(Compiles(), (), (1,), {})], object(), 0) == [("compiled", "")]
+        assert time.monotonic() - started < 20 and mark.read_text() == "src metadata"

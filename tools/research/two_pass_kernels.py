@@ -57,10 +57,11 @@ def main():
         base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False, "LUT_LO": sol._LUT_LO, "LUT_N": sol._LUT_N}
         ieee = {"IEEE_SIGMOID": True, "IEEE_BF16": True, "IEEE_DIVISION": True, "IEEE_INT8": True}
         native = {name: False for name in ieee}
-        maths = {"ieee": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": 0, **ieee},
-                 "native": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": 0, **native},
-                 "native+ptx": {"EXACT": True, "NPU_DIVISION": False, "CUDA_ARCH": arch, **native},
-                 "tolerant": {"EXACT": False, "NPU_DIVISION": True, "CUDA_ARCH": 0, **native}}
+        maths = {"ieee": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": True, "CUDA_ARCH": 0, **ieee},
+                 "native": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": False, "CUDA_ARCH": 0, **native},
+                 "native+ptx": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": False, "CUDA_ARCH": arch,
+                                **native},
+                 "tolerant": {"EXACT": False, "NPU_DIVISION": True, "TABLE_FREE": True, "CUDA_ARCH": 0, **native}}
         for math_name, math in maths.items():
             for rows_, groups, warps in ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8), (64, 1, 8)):
                 if (H // 128) % groups:
