@@ -49,7 +49,7 @@ exists; tl.exp on Ascend and under the interpreter, where libdevice is missing).
 The sigmoid per element divides with div_rn in the native form; its IEEE form never
 asks a division for a subnormal quotient, which Triton 3.0-3.5 flush on NVIDIA:
 the three gates whose sigmoid is subnormal (-87.5 to -88.5) read the table, filled
-by reciprocal_keeping_subnormals, and the two-pass rungs compute that directly.
+by reciprocal_keeping_subnormals, and plain computes that directly.
 The last rung of every ladder (tolerant) is not exact: it computes as the
 reference is written, with the backend's exp, division and casts.
 
@@ -62,8 +62,9 @@ sigmoid, the kernels and their settings):
     the instruction, maxnreg; the sigmoid from the table (tl.gather) or per element;
   * native, native_per_element: native arithmetic proven by the probe, no inline asm;
   * generic, generic_per_element: IEEE arithmetic, core tl and libdevice's exp;
-  * plain: IEEE arithmetic in the two-pass kernels (grad_input, then y from x read
-    again: no scratch, no reload, gather, asm or barrier);
+  * native_two_pass: native arithmetic proven by the probe, in the two-pass kernels
+    (grad_input, then y from x read again: no scratch, no reload, gather, asm or barrier);
+  * plain: IEEE arithmetic in the two-pass kernels, reading no table;
   * ascend_transposed, ascend_columns: Ascend's, two-pass, IEEE arithmetic with tl.exp
     and /, y transposed in registers or loaded as columns;
   * tolerant, tolerant_npu: the last rung, not exact (above).
