@@ -1,6 +1,10 @@
-"""Where a cold start's time goes: one fresh process per solution, empty Triton cache; a timeline of the
-children's batches, the parent's compiles, the C launcher builds and the self-test. Then each kernel's own
-compile time in-process, serially, into another empty cache."""
+"""Where a cold start's time goes (GPU): one fresh process per solution with an empty Triton cache, timing one first
+call (8192x4096) as a timeline of [start s, duration s, what]: each batch of child compiles, each child's end (the
+parent waits for them in order), each compile and load in the parent, each C build (Triton's launchers and
+utilities) and the _Device steps. Run from the repository root:
+
+    python tools/research/cold_profile.py solution.py .lab/release_be0cf31.py copies/portable.py
+"""
 import json, os, subprocess, sys, tempfile
 ONE = r'''
 import os, sys, time, tempfile, json
