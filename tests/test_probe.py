@@ -186,3 +186,26 @@ def test_the_first_call_under_graph_capture_says_to_call_once_before(monkeypatch
         "is_current_stream_capturing": staticmethod(lambda: True)}))
     with pytest.raises(RuntimeError, match="call it once before capturing"):
         _call()
+
+
+def test_native_two_pass_runs_the_probed_native_arithmetic_and_writes_plains_bytes(native_interpreter):
+    """The two-pass kernels with the fused kernel's native arithmetic, proven by the same probe: plain's bytes; with
+    a native bf16 cast that truncates, its bf16 rounding alone runs IEEE, and the bytes are plain's still."""
+    expected = _ieee_bytes(native_interpreter, "plain")
+    native_interpreter.setenv(solution.ROUTE_ENV, "native_two_pass")
+    out = _bytes(_call())
+    assert solution.ladder_for("cpu") == [("native_two_pass", "taken (its probe: no difference from IEEE arithmetic "
+                                                              "in sigmoid, bf16 rounding, quantizer, fma, pipeline)")]
+    assert all(torch.equal(a, b) for a, b in zip(out, expected)), "native_two_pass's bytes differ from plain's"
+
+    def truncating(self, src, dst_type, *rounding_mode):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return interpreter.TensorHandle((src.data.view(np.uint32) >> 16).astype(np.uint16), dst_type.scalar)
+        return exact_cast(self, src, dst_type)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
+    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
+    native_interpreter.setattr(solution, "_devices", {})
+    with pytest.warns(RuntimeWarning, match=r"the native_two_pass route on this interpreter device runs its bf16 "
+                                            r"rounding in the IEEE form"):
+        out = _bytes(_call())
+    assert all(torch.equal(a, b) for a, b in zip(out, expected)), "with bf16 IEEE, its bytes differ from plain's"
