@@ -768,7 +768,7 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
 def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys,
                          GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, CHANNELS: tl.constexpr,
-                      GROUPS: tl.constexpr, EXACT: tl.constexpr,
+                         GROUPS: tl.constexpr, EXACT: tl.constexpr,
                          NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                          IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
                          IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
@@ -2152,15 +2152,13 @@ class _Device:
             test_pairs, test_key = self._self_test_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
             if test_key in self.self_test_compiled:  # a rung before this one compiled the same ones
                 test_pairs = []
-            try:  # the self-test's first: a later launch that fails in this process leaves them compiled here
-                _compile_all(test_pairs + [(launch, (probe_out, self.table) if launch is probe else (self.table,))
-                                           for launch in per_device] + self._call_pairs(shape), self)
+            try:
+                _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
+                              for launch in per_device] + test_pairs + self._call_pairs(shape), self)
             except KernelFailure as exc:
                 if exc.launch.name in SELF_TEST_LAUNCHES:  # it costs the self-test, not the rung
                     self._self_test_cannot_judge(_compile_failure(exc))
                 else:
-                    if test_key is not None and exc.what != "kills its compiler":  # not one raised before any here
-                        self.self_test_compiled.add(test_key)
                     self._leave(_compile_failure(exc))
                 continue
             if test_key is not None:
@@ -2708,14 +2706,14 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     at a shape and specialization not yet proven (_Device.self_test), is left for the next rung of its ladder,
     once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
-    device = _device(x, (M, H, index_64, settings))
+    key = (M, H, index_64, settings)
+    device = _device(x, key)
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
     scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
-    key = (M, H, index_64, settings)
     found = device.call_launches(M, H, index_64, settings, args, specialization)
     for planned, indices, compiled, checked in found:
         if specialization not in checked:

@@ -88,13 +88,18 @@ def _only_the_feature_turns_ieee(monkeypatch, feature, checks, route="native", f
     return taken
 
 
-def test_bf16_by_truncation_turns_the_bf16_rounding_alone_ieee(native_interpreter):
+def _truncate_bf16_casts(monkeypatch):
+    """The interpreter's native fp32 -> bf16 cast truncates (its other casts stay exact)."""
     def truncating(self, src, dst_type, *rounding_mode):
         if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
             return interpreter.TensorHandle((src.data.view(np.uint32) >> 16).astype(np.uint16), dst_type.scalar)
         return exact_cast(self, src, dst_type)
-    native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
-    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
+
+
+def test_bf16_by_truncation_turns_the_bf16_rounding_alone_ieee(native_interpreter):
+    _truncate_bf16_casts(native_interpreter)
     _only_the_feature_turns_ieee(native_interpreter, "bf16 rounding", "bf16 rounding")
 
 
@@ -198,12 +203,7 @@ def test_native_two_pass_runs_the_probed_native_arithmetic_and_writes_plains_byt
                                                               "in sigmoid, bf16 rounding, quantizer, fma, pipeline)")]
     assert all(torch.equal(a, b) for a, b in zip(out, expected)), "native_two_pass's bytes differ from plain's"
 
-    def truncating(self, src, dst_type, *rounding_mode):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            return interpreter.TensorHandle((src.data.view(np.uint32) >> 16).astype(np.uint16), dst_type.scalar)
-        return exact_cast(self, src, dst_type)
-    native_interpreter.setattr(interpreter.InterpreterBuilder, "cast_impl", truncating)
-    native_interpreter.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", truncating)
+    _truncate_bf16_casts(native_interpreter)
     native_interpreter.setattr(solution, "_devices", {})
     with pytest.warns(RuntimeWarning, match=r"the native_two_pass route on this interpreter device runs its bf16 "
                                             r"rounding in the IEEE form"):
