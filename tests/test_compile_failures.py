@@ -140,7 +140,7 @@ def test_children_that_die_whatever_they_compile_are_turned_off_not_the_rung(mon
     monkeypatch.setattr(solution, "_no_children", [])
     compiled = []
 
-    def every_child_dies(jobs, target, index):
+    def every_child_dies(jobs, target, index, meanwhile=None):
         compiled.extend(kernel for kernel, _, _, _ in jobs)
         return [("died", "the compiling process died of signal 11 (SIGSEGV)")] * len(jobs)
     monkeypatch.setattr(solution, "_in_children", every_child_dies)

@@ -745,7 +745,7 @@ def test_no_ascend_rungs_kernel_takes_a_scratch_argument_or_breaks_an_ascend_rul
         applied = {rule.name for rule in judge_targets.TTIR_RULES if rule.applies("ascend", exact)}
         assert ascend_rules <= applied
         where = f"{kernel['kernel']} [{kernel['settings']}] of {kernel['routes']} (Triton {compiled['triton']})"
-        assert "tt.store" in kernel["ttir"] and "tt.load" in kernel["ttir"], where
+        assert "tt.store" in kernel["ttir"], where  # every kernel stores; the table's and the inputs' load nothing
         inline_asm = compile_matrix._count_ops(kernel["ttir"], "tt.elementwise_inline_asm")
         result = {"ttir": kernel["ttir"], "inline_asm": inline_asm}
         assert judge_targets.compiled_problems("ascend", result, exact) == [], where

@@ -53,10 +53,11 @@ def test_a_main_kernel_that_does_not_compile_falls_back_once_a_rung_with_a_warni
         "silu_dot_fwd_bwd_quant_fuse: left the generic_per_element route on this interpreter device: its main "
         "kernel does not compile (RuntimeError: PassManager::run failed); taking the plain route"]
     assert solution.route_for("cpu") == "plain"
-    # Each rung's settle compiles its per-device kernels, the self-test's two (until they compile here) and the
-    # first call's; plain's are compiled again for the call's own arguments.
-    compiled = ["sigmoid_table", "self_test_input", "self_test_check", "main", "sigmoid_table", "self_test_input",
-                "self_test_check", "main", "self_test_input", "self_test_check", "grad", "y", "grad", "y"]
+    # Each rung's settle compiles its per-device kernels, the proofs' (until they compile here: the witness's table
+    # where the rung's own kernels read none) and the first call's; plain's are compiled again for the call's own
+    # arguments.
+    proofs = ["self_test_input", "self_test_check", "witness_input"]
+    compiled = (["sigmoid_table"] + proofs + ["main"]) * 2 + proofs + ["witness_table", "grad", "y", "grad", "y"]
     assert calls == compiled, calls
     _call_and_compare()  # the same shape again: nothing is compiled or retried
     assert calls == compiled, calls
@@ -65,18 +66,23 @@ def test_a_main_kernel_that_does_not_compile_falls_back_once_a_rung_with_a_warni
 
 def test_a_sigmoid_table_that_does_not_compile_costs_the_rungs_that_read_it(monkeypatch):
     """The table rung gathers the table and the IEEE per-element rung reads three entries of it: both are
-    left, and the two-pass rung, which reads none, runs."""
+    left. The two-pass rung, which reads none, runs; the witness, whose expectations read the table, cannot judge
+    it, and says so."""
     _fresh_device(monkeypatch)
     calls = []
-    _refuse_to_compile(monkeypatch, {"sigmoid_table"}, calls)
+    _refuse_to_compile(monkeypatch, {"sigmoid_table", "witness_table"}, calls)
     with pytest.warns(RuntimeWarning) as warned:
         _call_and_compare()
-    assert [str(w.message).split(":")[1].split(" on ")[0] for w in warned if "silu_dot" in str(w.message)] == [
+    said = [str(w.message) for w in warned if "silu_dot" in str(w.message)]
+    assert [message.split(":")[1].split(" on ")[0] for message in said[:2]] == [
         " left the generic route", " left the generic_per_element route"]
-    assert all("its sigmoid_table kernel does not compile" in str(w.message)
-               for w in warned if "silu_dot" in str(w.message))
-    assert solution.route_for("cpu") == "plain" and calls == ["sigmoid_table", "sigmoid_table", "self_test_input",
-                                                               "self_test_check", "grad", "y", "grad", "y"]
+    assert all("its sigmoid_table kernel does not compile" in message for message in said[:2])
+    assert len(said) == 3 and said[2].startswith(
+        "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its "
+        "witness_table kernel does not compile (RuntimeError: PassManager::run failed)): the plain route")
+    assert solution.route_for("cpu") == "plain" and calls == [
+        "sigmoid_table", "sigmoid_table", "self_test_input", "self_test_check", "witness_input", "witness_table",
+        "self_test_input", "self_test_check", "grad", "y", "grad", "y"]
 
 
 def test_the_last_rung_and_a_forced_route_raise_their_compile_error(monkeypatch):

@@ -127,10 +127,10 @@ def test_a_fault_in_the_self_tests_expectations_keeps_the_rung_and_says_so(copie
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the self-test cannot judge the kernels on this interpreter device (its check "
         "kernel found grad_input_q[") and "wrong, but it holds " in said[0] and said[0].endswith(
-        "as the host expects): the generic route and every later one run unproven")
+        "as the host expects): the generic route and every later one run unproven by it")
     assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
     taken = dict(copy.ladder_for("cpu"))["generic"]
-    assert taken.startswith("taken (unproven: the self-test cannot judge this device: its check kernel found ")
+    assert taken.startswith("taken (unproven by the self-test: it cannot judge this device: its check kernel found ")
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
@@ -212,8 +212,8 @@ def test_the_first_call_with_its_self_test_runs_no_pytorch_compute(route, monkey
 def test_every_new_specialization_and_shape_is_proven_once(monkeypatch):
     monkeypatch.setattr(solution, "_devices", {})
     calls = []
-    real = solution._Device.self_test
-    monkeypatch.setattr(solution._Device, "self_test", lambda self, *a: calls.append(a[:2]) or real(self, *a))
+    real = solution._PROOF_RUNS["self-test"]
+    monkeypatch.setitem(solution._PROOF_RUNS, "self-test", lambda device, key, *a: calls.append(key[:2]) or real(device, key, *a))
     for M, H in ((128, 128), (128, 128), (256, 128), (128, 128)):
         x, gy = harness.make_inputs(M, H, seed=1)
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(M, H))

@@ -26,6 +26,19 @@ kernel family; the self-test should leave each rung that runs it, and the next r
                                 unwritten tail); its ladders too start with their exact two-pass rungs.
   fault_self_test_expectation.py  the self-test's check kernel expects d_gate's int8 one below the truth
                                 where U is 0: no rung is wrong, and none may be left for it.
+Issue 44's copies, each of a fault that one run on the self-test's values cannot show:
+  fault_slot_barrier_removed.py the fused rungs' slot barrier (_slot_barrier) is gone: on a GPU a race between a
+                                program's warps; the ordering check should leave every fused rung at once.
+  fault_fused_flaky.py          every other launch of the fused kernel writes one byte of y_q_t wrong (a race made
+                                deterministic, keyed on a launch count): the self-test's two runs differ, and every
+                                fused rung is left at once.
+  fault_ordering_check.py       the ordering check's program 1 expects the next round's values: it reports a
+                                violation where there is none, and every rung relying on the ordering is left.
+  fault_real_values.py          the fused kernel's grad and y math (not the probe's) scales the table's sigmoid by
+                                1 + 2**-7 for gates in (-3, -1): values the self-test never uses; the witness should
+                                leave that one rung (generic, the table rung) and no other.
+  fault_witness_expectation.py  the witness's expected y is computed 1 + 2**-6 too large: no rung is wrong, and
+                                none may be left for it (the arbiter lays the difference at the witness's door).
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
 fault_fma_split.py): a change that no longer applies stops the tool with a one-line error rather than
 writing a copy that is not what its name says.
@@ -91,6 +104,28 @@ for _copy_name, _copy_backend in list(BACKENDS.items()):
     BACKENDS[_copy_name] = _copy_backend._replace(
         routes=_copy_first + tuple(r for r in _copy_backend.routes if r not in _copy_first))
 '''
+FLAKY = '''
+
+# solution_copies.py: every other launch of the fused kernel writes y_q_t[0, 0] wrong (a race, made deterministic).
+class _FlakyKernel:
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __getitem__(self, grid):
+        def launched(*args, **kwargs):
+            result = self.kernel[grid](*args, **kwargs)
+            self.launches += 1
+            if self.launches % 2 == 0:
+                args[4][0, 0] = 1 - args[4][0, 0]  # y_q_t
+            return result
+        return launched
+
+
+_silu_mul_quant_kernel = _FlakyKernel(_silu_mul_quant_kernel)
+'''
 Y_SCALES_STORE = "        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)\n"
 # name: ([(old, new, times)], text appended), made from solution.py itself: one structural fault each.
 STRUCTURAL = {
@@ -109,6 +144,22 @@ STRUCTURAL = {
           "                     mask=first_group + groups[None, :] < M // GROUP - 1)\n"
           "        else:\n    " + Y_SCALES_STORE, 2)],
         TWO_PASS_LADDERS),
+    "fault_slot_barrier_removed.py": (
+        [("    tl.debug_barrier()\n", "    pass  # solution_copies.py: no barrier\n", 1)], ""),
+    "fault_fused_flaky.py": ([], FLAKY),
+    "fault_ordering_check.py": (
+        [("            expected = _ordering_value(program, r, local[None, :], h[:, None])\n",
+          "            expected = _ordering_value(program, r + (program == 1), local[None, :], h[:, None])\n", 1)], ""),
+    "fault_real_values.py": (
+        [("    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, "
+          "CUDA_ARCH)\n",
+          "    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, "
+          "CUDA_ARCH)\n"
+          "    if SIGMOID_TABLE:  # solution_copies.py: the table's sigmoid scaled where the self-test never looks\n"
+          "        sig = tl.where((gate > -3.0) & (gate < -1.0), sig * 1.0078125, sig)\n", 1)], ""),
+    "fault_witness_expectation.py": (
+        [("    y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))\n",
+          "    y = _bf16_round(_f32([a * u * 1.015625 for a, u in zip(silu, up)]))\n", 1)], ""),
     "fault_self_test_expectation.py": (
         [("        return _signed(127 >> (2 - u), up_negative ^ gy_negative)\n",
           "        return _signed((127 >> (2 - u)) - (u == 0).to(tl.int32), up_negative ^ gy_negative)\n", 1)], ""),
