@@ -2237,11 +2237,16 @@ def _bf16_round(values):
                       for b in _f32_bits(values)])
 
 
-def _sigmoid_of(gate_bits, table):
-    """The table's sigmoid of a bf16 gate (its bits), its magnitude clamped to the table's range as a table route
+def _table_entry(gate_bits):
+    """The table's entry of a bf16 gate (its bits), its magnitude clamped to the table's range as a table route
     clamps it: below 2**-25 sigmoid is 0.5, beyond 127.5 it is 1 or 0, and those are the ends' entries."""
     magnitude = min(max(gate_bits & 0x7FFF, _LUT_LO), _LUT_LO + _LUT_N - 1)
-    return table[2 * (magnitude - _LUT_LO) + (gate_bits >> 15)]
+    return 2 * (magnitude - _LUT_LO) + (gate_bits >> 15)
+
+
+def _sigmoid_of(gate_bits, table):
+    """The table's sigmoid of a bf16 gate (its bits): _table_entry's."""
+    return table[_table_entry(gate_bits)]
 
 
 def _quantized_group(values):
@@ -2266,8 +2271,8 @@ def _witness_values(channels, finite_only):
         inputs = [witness_input(t, h, finite_only, channels) for t in range(128) for h in range(channels)]
         gates = [g for g, _, _ in inputs]
         bits = [b >> 16 for b in _f32_bits(gates)]
-        bits = [b | 0x7FC0 if (b & 0x7FFF) > 0x7F80 else b for b in bits]  # any NaN, for _sigmoid_of
-        _witness_inputs[key] = (bits, gates, [u for _, u, _ in inputs], [g for _, _, g in inputs])
+        entries = [_table_entry(b | 0x7FC0 if (b & 0x7FFF) > 0x7F80 else b) for b in bits]  # any NaN the same
+        _witness_inputs[key] = (entries, gates, [u for _, u, _ in inputs], [g for _, _, g in inputs])
     return _witness_inputs[key]
 
 
@@ -2275,8 +2280,8 @@ def _witness_expected(channels, finite_only, table):
     """{output: its expected values over the region} for the witness's input, as the host computes them (the
     section's comment): grad_input_q as 128 rows of 2 * channels int8, grad_input_s 128 rows of 2 * channels / 128
     scales, y_q_t channels rows of 128, y_s_t channels scales; each a flat list, row-major."""
-    bits, gate, up, gy = _witness_values(channels, finite_only)
-    sig = [_sigmoid_of(b, table) for b in bits]
+    entries, gate, up, gy = _witness_values(channels, finite_only)
+    sig = [table[i] for i in entries]
     silu = _f32([g * s for g, s in zip(gate, sig)])
     y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))
     d_up = _bf16_round(_f32([d * a for d, a in zip(gy, silu)]))

@@ -4,6 +4,8 @@ parent waits for them in order), each compile and load in the parent, each C bui
 utilities) and the _Device steps. Run from the repository root:
 
     python tools/research/cold_profile.py solution.py .lab/release_be0cf31.py copies/portable.py
+
+Issue 44's proofs (the ordering check, the self-test, the witness) and the witness's host work are timed each.
 """
 import json, os, subprocess, sys, tempfile
 ONE = r'''
@@ -29,9 +31,16 @@ t_import = time.perf_counter() - t_import
 wrap(solution, "_in_children", lambda a, k: "children: " + ",".join(getattr(j[0], "__name__", str(j[0])) for j in a[0]))
 wrap(solution, "_child_verdict", lambda a, k: "child done " + str(a[0]))
 wrap(solution, "_compile", lambda a, k: "parent compile+load " + a[0].name)
-for meth in ("_settle", "call_launches", "self_test"):
+for meth in ("_settle", "call_launches", "self_test", "prove"):
     if hasattr(solution._Device, meth):
         wrap(solution._Device, meth, lambda a, k, m=meth: "Device." + m)
+for proof in list(getattr(solution, "_PROOF_RUNS", {})):  # issue 44's proofs, each run timed
+    def timed(*a, _run=solution._PROOF_RUNS[proof], _label="proof " + proof, **k):
+        s = now(); r = _run(*a, **k); events.append((round(s, 3), round(now() - s, 3), _label)); return r
+    solution._PROOF_RUNS[proof] = timed
+for name in ("_witness_values", "_witness_expected"):
+    if hasattr(solution, name):
+        wrap(solution, name, lambda a, k, n=name: n)
 x, gy = harness.make_inputs(8192, 4096, seed=0, device="cuda")
 out = harness.new_outputs(8192, 4096, device="cuda")
 torch.cuda.synchronize()

@@ -8,7 +8,8 @@
 #                                           # portable copy, and the copy with the slot barrier removed three times;
 #                                           # then each fused route forced on that copy in 10 fresh processes
 #   bash tools/research/issue44_h100.sh b   # cold start (automatic, portable, release 5eed96b) with each further
-#                                           # shape's first call; bench --repeat 3 against release 5eed96b
+#                                           # shape's first call; bench --repeat 3 against release 5eed96b; a
+#                                           # timeline of one first call of each (tools/research/cold_profile.py)
 #   PYTHONPATH=/tmp/t bash tools/research/issue44_h100.sh p   # another Triton: the portable copy strict
 # b wants the release as .lab/release_5eed96b.py (git show 5eed96b:solution.py), carried with .lab.
 set -uo pipefail
@@ -45,7 +46,8 @@ case $part in
     run cold-start-portable python3 tools/cold_start.py --runs 2 --solution copies/portable.py
     run cold-start-release-5eed96b python3 tools/cold_start.py --runs 2 --solution .lab/release_5eed96b.py
     run bench-vs-release-5eed96b python3 bench.py --repeat 3 --baseline .lab/release_5eed96b.py \
-      --json "$(J bench-vs-release-5eed96b)" ;;
+      --json "$(J bench-vs-release-5eed96b)"
+    run cold-profile python3 tools/research/cold_profile.py solution.py .lab/release_5eed96b.py copies/portable.py ;;
   p)
     run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
     run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)" ;;
