@@ -2249,16 +2249,16 @@ def _sigmoid_of(gate_bits, table):
     return table[_table_entry(gate_bits)]
 
 
-def _quantized_group(values):
-    """(the int8 of a group of bf16 values, its scale): absmax with NaN above inf, scale absmax * fp32(1/127) with
-    the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN or inf."""
-    top = max(b & 0x7FFFFFFF for b in _f32_bits(values))
-    scale = _f32([_bits_float(top) * _INV_127_F32])[0]
-    if scale < _FLOOR_F32:
-        scale = _FLOOR_F32
-    if not math.isfinite(scale):
-        return [0] * len(values), scale
-    return [int(q) for q in _f32([v / scale for v in values])], scale
+def _quantized_groups(values):
+    """(the int8 of groups of GROUP_SIZE consecutive bf16 values, their scales): absmax with NaN above inf, scale
+    absmax * fp32(1/127) with the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN
+    or inf."""
+    magnitudes = [b & 0x7FFFFFFF for b in _f32_bits(values)]
+    tops = _bits_f32([max(magnitudes[i:i + GROUP_SIZE]) for i in range(0, len(values), GROUP_SIZE)])
+    scales = [_FLOOR_F32 if s < _FLOOR_F32 else s for s in _f32([a * _INV_127_F32 for a in tops])]
+    quotients = _f32([v / s if math.isfinite(s) else 0.0
+                      for g, s in enumerate(scales) for v in values[g * GROUP_SIZE:(g + 1) * GROUP_SIZE]])
+    return [int(q) for q in quotients], scales
 
 
 _witness_inputs = {}  # (channels, finite_only): (gate bits, gate, up, grad_y) of the region, row-major
@@ -2288,20 +2288,11 @@ def _witness_expected(channels, finite_only, table):
     factor = _f32([1.0 + g for g in _f32([g * o for g, o in zip(gate, _f32([1.0 - s for s in sig]))])])
     d_gate = _bf16_round(_f32([a * f for a, f in zip(_f32([p * s for p, s in zip(
         _f32([d * u for d, u in zip(gy, up)]), sig)]), factor)]))
-    expected = {name: [] for name in SELF_TEST_OUTPUTS}
-    for t in range(128):
-        row = slice(t * channels, (t + 1) * channels)
-        for half in (d_gate[row], d_up[row]):
-            for g in range(channels // GROUP_SIZE):
-                q, scale = _quantized_group(half[g * GROUP_SIZE:(g + 1) * GROUP_SIZE])
-                expected["grad_input_q"].extend(q)
-                expected["grad_input_s"].append(scale)
-    # grad_input_s's row t holds the gate half's scales, then the up half's; so does grad_input_q's row.
-    for h in range(channels):
-        q, scale = _quantized_group(y[h::channels])
-        expected["y_q_t"].extend(q)
-        expected["y_s_t"].append(scale)
-    return expected
+    # grad_input's row t: the gate half's groups, then the up half's; y_q_t's row h: channel h's 128 tokens.
+    grad_q, grad_s = _quantized_groups([v for t in range(128) for half in (d_gate, d_up)
+                                        for v in half[t * channels:(t + 1) * channels]])
+    y_q, y_s = _quantized_groups([y[t * channels + h] for h in range(channels) for t in range(128)])
+    return {"grad_input_q": grad_q, "grad_input_s": grad_s, "y_q_t": y_q, "y_s_t": y_s}
 
 
 def _witness_region(outputs, channels, H):
@@ -2629,10 +2620,10 @@ class _Device:
             proof_pairs = [pair for pair in self._proof_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
                            if _compile_key([pair]) not in self.proofs_compiled  # a rung before this one compiled it
                            and not (pair[0].name == "witness_table" and "sigmoid_table" in plan)]  # the same kernel
+            pairs = ([(launch, (probe_out, self.table) if launch is probe else (self.table,)) for launch in per_device]
+                     + proof_pairs + self._call_pairs(shape))
             try:
-                _compile_all([(launch, (probe_out, self.table) if launch is probe else (self.table,))
-                              for launch in per_device] + proof_pairs + self._call_pairs(shape), self,
-                             lambda: _witness_values(WITNESS_CHANNELS, not ROUTE_TABLE[self.route].exact))
+                _compile_all(pairs, self, lambda verdict_of: self._witness_meanwhile(pairs, verdict_of))
             except KernelFailure as exc:
                 if exc.launch.name in _PROOF_OF_LAUNCH:  # it costs the proof, not the rung
                     self._cannot_judge(_PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
@@ -2665,6 +2656,26 @@ class _Device:
             if hasattr(self.module, "synchronize"):
                 self.module.synchronize()  # the table is filled before a call on any stream reads it
             return
+
+    def _witness_meanwhile(self, pairs, verdict_of):
+        """The witness's host work, done while the children compile pairs: its inputs; and where the table's child
+        has compiled it (verdict_of, None where no child compiles), the table compiled here from the cache, filled,
+        read back, and the expectations computed from it. Anything that fails here is met again after the children,
+        where it says why."""
+        finite_only = not ROUTE_TABLE[self.route].exact
+        _witness_values(WITNESS_CHANNELS, finite_only)
+        table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
+        if verdict_of is None or not table or self.table_values or verdict_of(table[0]) != "compiled":
+            return
+        try:
+            launch, args = pairs[table[0]]
+            _compile(launch, args)
+            launch.kernel[launch.grid](*args, **launch.constexprs, **launch.options)
+            values = self.table.cpu().tolist()
+        except Exception:
+            return
+        self.table_values = values
+        self.expectations[finite_only] = _witness_expected(WITNESS_CHANNELS, finite_only, values)
 
     def call_launches(self, M, H, index_64, settings, args, specialization):
         """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the
@@ -3034,11 +3045,12 @@ def _compile_all(pairs, device=None, meanwhile=None):
     names the launch that cannot run here. On a device (device: its _Device) each is compiled first in a
     child process of its own, all at once (_compile_in_children: a compiler that aborts kills a child, not
     this process), then here by _compile, from Triton's cache where the children filled it. meanwhile: host work
-    done while the children compile (before the compiles here where there are none)."""
+    done while the children compile (before the compiles here where there are none), called with a function that
+    waits for one job's child and gives its verdict (None where no child compiles)."""
     if device is not None and not _INTERPRET:
         _compile_in_children(pairs, device.target, device.index, device.table, meanwhile)
     elif meanwhile is not None:
-        meanwhile()
+        meanwhile(None)
     kernels = []
     for launch, args in pairs:
         try:
@@ -3113,10 +3125,20 @@ def _in_children(jobs, target, index, meanwhile=None):
     started, waited for or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs
     in a process group of its own, killed whole on a timeout."""
     started = [_start_child(*job, target, index) for job in jobs]
-    if meanwhile is not None:
-        meanwhile()
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
-    return [("no child", end) if pid is None else _child_verdict(pid, end, deadline) for pid, end in started]
+    verdicts = {}
+
+    def verdict_of(i):  # waits for job i's child alone
+        if i not in verdicts:
+            pid, end = started[i]
+            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline)
+        return verdicts[i][0]
+
+    if meanwhile is not None:
+        meanwhile(verdict_of)
+    for i in range(len(started)):
+        verdict_of(i)
+    return [verdicts[i] for i in range(len(started))]
 
 
 def _start_child(kernel, args, grid, kwargs, target, index):
@@ -3265,10 +3287,10 @@ def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
     unless a child dies compiling _canary_kernel too (for canary_arg, a float32 tensor): then children die
     here whatever they compile. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT
     that asks the driver for more, children that die), this process compiles alone from then on, with
-    one warning a process. meanwhile: host work done while they compile (here, in any case)."""
+    one warning a process. meanwhile: host work done while they compile (here, in any case; see _compile_all)."""
     if _no_children:
         if meanwhile is not None:
-            meanwhile()
+            meanwhile(None)
         return
     if target is None:
         why = "Triton's driver gives no target"
@@ -3293,7 +3315,7 @@ def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
         else:
             return
     if meanwhile is not None:
-        meanwhile()
+        meanwhile(None)
     _no_children.append(why)
     warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
                   f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)

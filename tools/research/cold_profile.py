@@ -5,7 +5,8 @@ utilities) and the _Device steps. Run from the repository root:
 
     python tools/research/cold_profile.py solution.py .lab/release_be0cf31.py copies/portable.py
 
-Issue 44's proofs (the ordering check, the self-test, the witness) and the witness's host work are timed each.
+Issue 44's proofs (the ordering check, the self-test, the witness) and the witness's host work are timed each, and
+so are the first calls of two further shapes: 2048x4096 (the nvidia route's 16-warp settings) and 1024x2560.
 """
 import json, os, subprocess, sys, tempfile
 ONE = r'''
@@ -50,6 +51,16 @@ torch.cuda.synchronize()
 first = now()
 print(json.dumps({"solution": SOL, "import_s": round(t_import, 3), "first_call_s": round(first, 3),
                   "events": sorted(events)}))
+for M, H in ((2048, 4096), (1024, 2560)):  # a further shape of new launch settings (16 warps), one of the same
+    events.clear()
+    x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
+    out = harness.new_outputs(M, H, device="cuda")
+    torch.cuda.synchronize()
+    T0 = time.perf_counter()
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    torch.cuda.synchronize()
+    print(json.dumps({"solution": SOL, "shape": f"{M}x{H}", "first_call_s": round(now(), 3),
+                      "events": sorted(events)}))
 '''
 for sol in sys.argv[1:]:
     r = subprocess.run([sys.executable, "-c", f"SOL={sol!r}\n" + ONE], capture_output=True, text=True)
