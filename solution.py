@@ -2782,8 +2782,8 @@ class _Device:
 
 
 def _compile_key(pairs):
-    """What makes a set of (launch, args) one compile: their constexprs and their pointers' 16-byte alignment."""
-    return tuple((launch.name, tuple(launch.constexprs.items()),
+    """What makes a set of (launch, args) one compile: their constexprs, options and pointers' 16-byte alignment."""
+    return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
                   tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
                  for launch, launch_args in pairs)
 
