@@ -266,3 +266,26 @@ def test_each_proof_runs_once_for_what_it_proves(monkeypatch):
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(M, H))
     assert runs == [("ordering", (128, 256)), ("self-test", (128, 256)), ("witness", (128, 256)),
                     ("self-test", (256, 128))]
+
+
+def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypatch):
+    """Where the table's child has compiled it, the parent fills the device's table at once and computes the
+    expectations from it, while the other children compile; the compile's stand-in arguments are left alone (a
+    stand-in table filled in its place cost Triton 3.1 its table on the H100)."""
+    monkeypatch.setattr(solution, "_devices", {})
+    with harness.route_forced("plain"):  # its table is the witness's
+        _first_call(solution, family="randn")
+    device = solution._devices[-1]
+    filled = device.table.clone()
+    device.table.fill_(0.25)
+    device.table_values, device.expectations = None, {}
+    pairs = device._proof_pairs(128, 128, False, device._stand_in_arguments())
+    stand_in = dict(zip((launch.name for launch, _ in pairs), (args for _, args in pairs)))["witness_table"]
+    for a in stand_in:
+        if isinstance(a, torch.Tensor):
+            a.fill_(0)
+    asked = []
+    device._witness_meanwhile(pairs, lambda i: asked.append(pairs[i][0].name) or "compiled")
+    assert asked == ["witness_table"] and torch.equal(device.table, filled)
+    assert device.table_values == filled.tolist() and False in device.expectations
+    assert all(not a.any() for a in stand_in if isinstance(a, torch.Tensor))
