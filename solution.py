@@ -76,8 +76,13 @@ form alone (IEEE_FEATURES, ieee_features_for): then the rung is probed again wit
 those features IEEE and the others native, and runs so once a probe passes.
 Before a rung's kernels write a call's outputs for the first time at a shape and specialization, they run on
 the self-test's input, whose exact outputs are known by construction, and a check kernel compares every byte:
-a rung that writes one wrong byte is left as one whose probe fails is (_Device.self_test; the section "the
-self-test" below).
+a rung that writes one wrong byte is left as one whose probe fails is (the section "the self-test" below).
+Two more proofs run before a rung's first output (issue 44). The ordering check exercises the ordering a fused rung
+relies on (Route.ordering: the scratch slot's barrier) at the rung's own settings, and the self-test runs twice on
+such a rung: a violation, or runs that differ, is a race, and leaves every rung relying on that ordering at once.
+The witness runs the rung's kernels (the call's binaries) on general values, every bf16 gate among them, and
+compares the outputs with the host's own IEEE arithmetic; a difference that a third source lays at the witness's
+door costs no rung (the section "the witness"). Each proof gives a Verdict; _Device.prove acts on them.
 Set SILU_DOT_ROUTE=<route> before the first call on a device to force one.
 
 Tools reach this file only through its public names: BACKENDS, Backend,
@@ -85,7 +90,8 @@ backend_for, Route, ROUTE_TABLE, ROUTES, ROUTE_ENV, IEEE_FEATURES, ieee_features
 route_compositions, route_available, route_for, ladder_for, LaunchSettings,
 launch_settings, KernelLaunch, launch_plan, launch, PER_DEVICE_LAUNCHES, PROBE_CHECKS,
 PROBE_SIZE, KernelFailure, resident_programs, SELF_TEST_OUTPUTS, SELF_TEST_LAUNCHES, self_test_plan,
-self_test_input, self_test_expected, the math helpers sigmoid,
+self_test_input, self_test_expected, ORDERINGS, PROOFS, PROOF_LAUNCHES, Verdict, WITNESS_CHANNELS, WITNESS_LAUNCHES, witness_input,
+the math helpers sigmoid,
 reciprocal_keeping_subnormals, reciprocal_native, sigmoid_lookup, silu_mul_fwd_bwd,
 grad_groups, group_absmax, group_scale and quantize, and the memory helpers store_scales and
 discard_from_l2.
@@ -1410,6 +1416,7 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
 # 4.4e-39: Triton's numpy conversion), a fault of the test vehicle that no device has. Outside the region (a witness shape larger
 # than the region, where a two-pass route's scale tiles need it) every input is 0 and no output is compared.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
+WITNESS_LAUNCHES = ("witness_input", "witness_table")
 _WITNESS_NORMAL_GATES = _INTERPRET
 
 
@@ -2524,8 +2531,8 @@ class Verdict(NamedTuple):
 # once per binary (the faults of real values are a compiled kernel's, whatever the shape).
 PROOFS = ("ordering", "self-test", "witness")
 # The proofs' own launches (self_test_plan), and the proof that a failure to compile one costs.
-_PROOF_OF_LAUNCH = {"self_test_input": "self-test", "self_test_check": "self-test", "witness_input": "witness",
-                    "witness_table": "witness"}
+_PROOF_OF_LAUNCH = {**{name: "self-test" for name in SELF_TEST_LAUNCHES},
+                    **{name: "witness" for name in WITNESS_LAUNCHES}}
 
 
 class _Device:
