@@ -638,10 +638,10 @@ def _release_slot(slot, GROUP: tl.constexpr, CUDA_ARCH: tl.constexpr):
 
 
 @triton.jit
-def _ordering_value(program, round, token, channel):
+def _ordering_value(program, rnd, token, channel):
     """The value program writes at (token, channel) of its slot in a round of the ordering check: an integer in
     [-127, 127], exact in bf16, that differs from the previous round's at the same place and from its neighbours'."""
-    return ((program * 7 + round * 37 + token * 5 + channel * 3) % 255 - 127).to(tl.float32)
+    return ((program * 7 + rnd * 37 + token * 5 + channel * 3) % 255 - 127).to(tl.float32)
 
 
 @triton.jit
@@ -650,8 +650,8 @@ def _ordering_check_kernel(slots_ptr, record_ptr, ROUNDS: tl.constexpr, GROUP: t
     """The ordering the fused rungs rely on, exercised at a rung's own settings (warps, register cap, slices, y
     rows, cache hints, slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices,
     passes _slot_barrier, reads the slot back in Y_CHUNK-channel rows (every thread reading what other warps
-    wrote), releases it, and passes the barrier again before the next round's stores, as the persistent walk
-    does between tiles. Each read is compared with what this round wrote: a load ordered before another thread's
+    wrote), and passes the barrier again before the next round's stores, as the persistent walk does between
+    tiles; then releases the slot as a tile does after its last use (_release_slot). Each read is compared with what this round wrote: a load ordered before another thread's
     store reads the last round's value (or another program's), a store ordered before another thread's load
     overwrites it with the next round's. Writes (violations, elements compared) at record_ptr + 2 * program."""
     program = tl.program_id(0)
@@ -671,8 +671,8 @@ def _ordering_check_kernel(slots_ptr, record_ptr, ROUNDS: tl.constexpr, GROUP: t
             got = _read_parked(slot, h, local, GROUP).to(tl.float32)
             violations += tl.sum(tl.sum(tl.where(got != expected, 1, 0), 1), 0)
             compared += tl.sum(tl.sum(tl.where(expected >= -127.0, 1, 0), 1), 0)
-        _release_slot(slot, GROUP, CUDA_ARCH)
         _slot_barrier()
+    _release_slot(slot, GROUP, CUDA_ARCH)
     field = tl.arange(0, 2)
     tl.store(record_ptr + 2 * program + field, tl.where(field == 0, violations, compared))
 
@@ -1116,7 +1116,7 @@ def _probe_input(check, k, size):
 # times a power of two, every sigmoid exactly 1 or 0), and _self_test_check_kernel compares every output byte
 # with those values. _self_test_expected is the host's twin of the expectations, in plain Python: it checks
 # the device's expected value and inputs wherever the check reports a difference, so that a fault in the
-# self-test's own kernels is told apart from a fault in the rung's (_Device.self_test).
+# self-test's own kernels is told apart from a fault in the rung's (_self_test_verdict).
 #
 # Each 128 x 128 tile (tokens t, channels p; tile indices tm, th) is of a kind, (3 tm + th) % 7: 0-3 plain,
 # 4 zeros (every group 0: scales at the 1e-10 floor), 5 NaN (a NaN gate on the diagonal of rows 0-63: those rows'
@@ -1204,12 +1204,14 @@ _SELF_TEST_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "str
 
 
 @triton.jit(do_not_specialize=_SELF_TEST_UNSPECIALIZED)
-def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, M, H, stride_x, stride_gy,
-                            stride_gq, stride_gs, stride_yq, stride_ys, SLICE: tl.constexpr,
+def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, scratch_ptr, M, H, stride_x,
+                            stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, SLICE: tl.constexpr,
                             FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
     """Writes the self-test's x and grad_y (see the section's comment), a 128 x 128 tile a step in SLICE-row
     slices, and poisons the tile's outputs with values no output takes (int8 -128, scale -1), so that an output
-    the kernels leave unwritten differs whatever the buffers held before."""
+    the kernels leave unwritten differs whatever the buffers held before; and the tile's scratch slot with NaN, so
+    that a read of the slot before its write (an ordering that does not hold) differs whatever a run before left
+    there (the fused rungs' slots: one a tile, or one a program of a persistent walk, within the same M x H)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1245,6 +1247,7 @@ def _self_test_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, 
             # y_t's rows are channels: the slice's channels, every token of the tile.
             tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
             tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
+            tl.store(scratch_ptr + tile * (128 * 128) + part[:, None] * 128 + local[None, :], nan.to(tl.bfloat16))
         tile += tl.num_programs(0)
 
 
@@ -1411,17 +1414,21 @@ def _self_test_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, record_ptr
 # group. Each row holds four binades of gates, so both halves of grad_input are informative in alternate runs of four
 # binades, and up and grad_y span the exponents from 2**-126 to 2**127, with random signs and mantissas. Channel 5 has up = +-0 (a y group of zeros, its d_gate zero),
 # token 7 grad_y = +-0 (grad_input groups of zeros); the NaN and inf gates make NaN and inf groups (a FINITE_ONLY
-# witness, for the tolerant rungs, has finite gates in their place). Under the interpreter the gates are normal (a
-# subnormal one takes the exponent 1): its load of a subnormal bf16 as fp32 is wrong (7.3e-40 reads as 0, 1.0e-39 as
-# 4.4e-39: Triton's numpy conversion), a fault of the test vehicle that no device has. Outside the region (a witness shape larger
+# witness, for the tolerant rungs, has finite gates in their place). No output depends on how a backend treats a
+# subnormal (_FLUSH_SAFE_FROM): the interpreter, whose load of a subnormal bf16 as fp32 is wrong (7.3e-40 reads as 0,
+# 1.0e-39 as 4.4e-39: Triton's numpy conversion), passes it, and so would a device that flushes. Outside the region (a witness shape larger
 # than the region, where a two-pass route's scale tiles need it) every input is 0 and no output is compared.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
 WITNESS_LAUNCHES = ("witness_input", "witness_table")
-_WITNESS_NORMAL_GATES = _INTERPRET
+# Where log2 |silu| is below this, up and grad_y keep exponents near 0: every value computed from a subnormal (a
+# subnormal gate, a subnormal sigmoid, a product below 2**-126) stays far below its group's absmax or under the
+# scale's 1e-10 floor, so its int8 is 0 and its group's scale the same whether a backend flushes subnormals or not
+# (the judge's own reference computes on that backend).
+_FLUSH_SAFE_FROM = tl.constexpr(-110)
 
 
 @triton.jit
-def _witness_bits(t, h, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr, NORMAL_GATES: tl.constexpr):
+def _witness_bits(t, h, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
     """The bf16 bits of (gate, up, grad_y) at token t, channel h of the witness's region, as int32 in [0, 65536):
     see the section's comment; witness_input is its host twin. Signed int32 arithmetic alone, every value below
     2**31."""
@@ -1429,8 +1436,6 @@ def _witness_bits(t, h, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr, NORMA
     g = t * 512 + h * step + t % step
     if FINITE_ONLY:
         g = tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g)
-    if NORMAL_GATES:
-        g = tl.where(((g & 0x7F80) == 0) & ((g & 0x7F) != 0), g | 0x80, g)
     exponent = (g >> 7) & 0xFF
     negative = g >> 15
     big = exponent - 127
@@ -1438,6 +1443,8 @@ def _witness_bits(t, h, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr, NORMA
     falls = (((128 + (g & 0x7F)) << tl.minimum(tl.maximum(big, 0), 6)) * 185) >> 14
     e_silu = tl.where(exponent == 255, 0, tl.where(exponent < 127, exponent - 128, tl.where(
         negative == 0, big, tl.where(big >= 7, 0, big - falls))))
+    # No value is scaled up from a subnormal: where silu is near one, up and grad_y do not follow it (_FLUSH_SAFE_FROM).
+    e_silu = tl.where(e_silu < _FLUSH_SAFE_FROM, 0, e_silu)
     mix = _self_test_mix(t, h + 1000)
     mix2 = _self_test_mix(h, t + 3000)
     e_up = tl.minimum(tl.maximum(127 - e_silu + mix % 3, 1), 254)
@@ -1461,7 +1468,7 @@ def _bf16_of_bits(bits):
 
 @triton.jit(do_not_specialize=_SELF_TEST_UNSPECIALIZED)
 def _witness_input_kernel(x_ptr, grad_y_ptr, M, H, stride_x, stride_gy, CHANNELS: tl.constexpr, SLICE: tl.constexpr,
-                          FINITE_ONLY: tl.constexpr, NORMAL_GATES: tl.constexpr):
+                          FINITE_ONLY: tl.constexpr):
     """Writes the witness's x and grad_y (see the section's comment) over an M x H call, a 128 x 128 tile a program
     in SLICE-row slices: the region's values, and 0 outside it."""
     tiles_h = H // 128
@@ -1472,7 +1479,7 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, M, H, stride_x, stride_gy, CHANNELS
     for c in range(128 // SLICE):
         t = tm * 128 + c * SLICE + tl.arange(0, SLICE)[:, None]
         h = th * 128 + local[None, :]
-        gate, up, gy = _witness_bits(t, h, CHANNELS, FINITE_ONLY, NORMAL_GATES)
+        gate, up, gy = _witness_bits(t, h, CHANNELS, FINITE_ONLY)
         inside = (t < 128) & (h < CHANNELS)
         x_offs = t * stride_x + h
         tl.store(x_ptr + x_offs, _bf16_of_bits(tl.where(inside, gate, 0)))
@@ -2057,8 +2064,7 @@ def self_test_plan(backend, M, H, *, route, warp_size=None, index_64=False):
             "witness_input": KernelLaunch(
                 "witness_input", _witness_input_kernel, (witness_m // GROUP_SIZE * (witness_h // GROUP_SIZE), 1, 1),
                 _signature(_witness_input_kernel),
-                {"CHANNELS": WITNESS_CHANNELS, "SLICE": rows, "FINITE_ONLY": finite_only,
-                 "NORMAL_GATES": _WITNESS_NORMAL_GATES}, options),
+                {"CHANNELS": WITNESS_CHANNELS, "SLICE": rows, "FINITE_ONLY": finite_only}, options),
             "witness_table": _table_launch("witness_table", backend, route, warp_size)}
 
 
@@ -2200,13 +2206,12 @@ def witness_input(t, h, finite_only=False, channels=None):
     g = t * 512 + h * step + t % step
     if finite_only and (g & 0x7F80) == 0x7F80:
         g ^= 0x4000
-    if _WITNESS_NORMAL_GATES and (g & 0x7F80) == 0 and g & 0x7F:
-        g |= 0x80
     exponent, negative = (g >> 7) & 0xFF, g >> 15
     big = exponent - 127
     falls = (((128 + (g & 0x7F)) << min(max(big, 0), 6)) * 185) >> 14
     e_silu = (0 if exponent == 255 else exponent - 128 if exponent < 127 else big if negative == 0
               else 0 if big >= 7 else big - falls)
+    e_silu = 0 if e_silu < _FLUSH_SAFE_FROM.value else e_silu
     prime = _MIX_PRIME.value
 
     def mix(a, b):
@@ -2315,20 +2320,24 @@ def _witness_region(outputs, channels, H):
             "y_q_t": rows(yq[:channels, :128]), "y_s_t": rows(ys[:channels, :1])}
 
 
-def _witness_place(output, i, channels):
-    """The [row, column] of the witness's output at flat index i of its region (_witness_region)."""
-    width = {"grad_input_q": 2 * channels, "grad_input_s": 2 * channels // GROUP_SIZE, "y_q_t": 128, "y_s_t": 1}[output]
-    row, col = divmod(i, width)
-    return row, col
+def _witness_place(output, i, channels, H):
+    """The [row, column] in the witness's output (of width H, its shape's) of flat index i of its region
+    (_witness_region: a grad_input row's region holds the gate half's columns, then the up half's)."""
+    half = {"grad_input_q": channels, "grad_input_s": channels // GROUP_SIZE}.get(output)
+    if half is None:
+        return divmod(i, 128 if output == "y_q_t" else 1)
+    row, col = divmod(i, 2 * half)
+    return row, col if col < half else col - half + (H if output == "grad_input_q" else H // GROUP_SIZE)
 
 
 def _witness_wrong(got, expected, route):
     """[(output, flat index)] of the region's elements that differ: in value (a NaN for any NaN) on an exact route.
     On a tolerant rung, which computes as the reference is written with the backend's exp, division and casts, in
     groups whose expected scale is finite (an overflow's inf is the reference's own arithmetic, which no judge input
-    reaches): a scale more than 2**-7 away relatively (two bf16 steps: a value a few fp32 ulps off can round to the
-    next bf16, and the interpreter's cast truncates), an int8 more than one step away. Gross faults, not ulps: the
-    witness must not cost the last rung for what the judge's own inputs never show."""
+    reaches): a scale more than 2**-6 away relatively (two bf16 steps of the absmax, each at most 2**-7: a value a
+    few fp32 ulps off can round to the next bf16, and the interpreter's cast truncates), an int8 more than two steps
+    away. Gross faults, not ulps: the witness must not cost the last rung for what the judge's own inputs never
+    show."""
     wrong = []
     for output in SELF_TEST_OUTPUTS:
         g, e = got[output], expected[output]
@@ -2338,7 +2347,7 @@ def _witness_wrong(got, expected, route):
             continue
         scales = expected["y_s_t" if output.startswith("y") else "grad_input_s"]
         per = 1 if output in ("grad_input_s", "y_s_t") else GROUP_SIZE  # a group's elements: the region holds whole groups
-        tolerance = (lambda a, b: abs(a - b) <= 2**-7 * abs(b)) if per == 1 else (lambda a, b: abs(a - b) <= 1)
+        tolerance = (lambda a, b: abs(a - b) <= 2**-6 * abs(b)) if per == 1 else (lambda a, b: abs(a - b) <= 2)
         wrong += [(output, i) for i, (a, b) in enumerate(zip(g, e))
                   if math.isfinite(scales[i // per]) and not tolerance(a, b)]
     return wrong
@@ -2391,15 +2400,18 @@ def _arbiter_group(output, index, channels, finite_only, table):
     return [math.trunc(_r32(v / scale)) for v in values], scale
 
 
-def _table_fault(table):
+def _table_fault(table, loose=False):
     """Why the table read back is not the sigmoid: an entry more than 4 fp32 ulps from Python's double-precision
-    sigmoid, where that is normal (gates above -80); None where every one is within."""
+    sigmoid (loose: 2**-10 relatively, for a table filled with the backend's own exp and division, tl.exp and /),
+    where that is normal (gates above -80); None where every one is within. Checked once, as the table is read back:
+    a table rung reads the same table as the expectations, so a wrong table would pass its witness unseen."""
     for i, got in enumerate(table):
         gate = _bits_float(((i % 2) << 31) | ((_LUT_LO + i // 2) << 16))
         if gate < -80:
             continue
         true = 1.0 / (1.0 + math.exp(-gate))
-        if not abs(got - true) <= 4 * 2.0 ** (math.frexp(true)[1] - 24):
+        bound = true * 2.0**-10 if loose else 4 * 2.0 ** (math.frexp(true)[1] - 24)
+        if not abs(got - true) <= bound:
             return f"its table holds sigmoid({gate!r}) = {got!r}, where the sigmoid is {true!r}"
     return None
 
@@ -2532,7 +2544,7 @@ class Verdict(NamedTuple):
 PROOFS = ("ordering", "self-test", "witness")
 # The proofs' own launches (self_test_plan), and the proof that a failure to compile one costs.
 _PROOF_OF_LAUNCH = {**{name: "self-test" for name in SELF_TEST_LAUNCHES},
-                    **{name: "witness" for name in WITNESS_LAUNCHES}}
+                    **{name: "witness" for name in WITNESS_LAUNCHES}, "ordering": "ordering"}
 
 
 class _Device:
@@ -2635,14 +2647,14 @@ class _Device:
                 else:
                     self._leave(_compile_failure(exc))
                 continue
-            self.proofs_compiled.update(_compile_key([pair]) for pair in proof_pairs)
+            self.proofs_compiled.update(_compile_key([pair]) for pair in proof_pairs + _ordering_pairs(
+                {launch.name: launch for launch, _ in pairs}, self.table.device))
             table = plan.get("sigmoid_table")
             if table is None and "witness" not in self.unjudged:
                 table = self_test_plan(self.backend, GROUP_SIZE, GROUP_SIZE, route=self.route,
                                        warp_size=self.warp_size)["witness_table"]
             if table is not None and not self.table_values:
-                table.kernel[table.grid](self.table, **table.constexprs, **table.options)
-                self.table_values = self.table.cpu().tolist()
+                self._fill_table(table)
             if probe is not None:
                 probe.kernel[probe.grid](probe_out, self.table, **probe.constexprs, **probe.options)
                 counts, findings = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
@@ -2668,19 +2680,27 @@ class _Device:
         read back, and the expectations computed from it. Anything that fails here is met again after the children,
         where it says why."""
         finite_only = not ROUTE_TABLE[self.route].exact
-        _witness_values(WITNESS_CHANNELS, finite_only)
         table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
-        if verdict_of is None or not table or self.table_values or verdict_of(table[0]) != "compiled":
-            return
         try:
+            _witness_values(WITNESS_CHANNELS, finite_only)
+            if verdict_of is None or not table or self.table_values or verdict_of(table[0]) != "compiled":
+                return
             launch = pairs[table[0]][0]
             _compile(launch, (self.table,))
-            launch.kernel[launch.grid](self.table, **launch.constexprs, **launch.options)
-            values = self.table.cpu().tolist()
-        except Exception:
+            self._fill_table(launch)
+            if self.table_values and "witness" not in self.unjudged:
+                self.expectations[finite_only] = _witness_expected(WITNESS_CHANNELS, finite_only, self.table_values)
+        except Exception:  # met again after the children, where it says why
             return
-        self.table_values = values
-        self.expectations[finite_only] = _witness_expected(WITNESS_CHANNELS, finite_only, values)
+
+    def _fill_table(self, launch):
+        """Fills the device's table, reads it back, and checks it against the sigmoid (_table_fault): a table that
+        is not the sigmoid leaves the witness unable to judge this device."""
+        launch.kernel[launch.grid](self.table, **launch.constexprs, **launch.options)
+        self.table_values = self.table.cpu().tolist()
+        fault = _table_fault(self.table_values, loose=launch.constexprs["NPU_DIVISION"])
+        if fault and "witness" not in self.unjudged:
+            self._cannot_judge("witness", fault)
 
     def call_launches(self, M, H, index_64, settings, args, specialization):
         """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the
@@ -2697,7 +2717,8 @@ class _Device:
             plan = self._plan(M, H, index_64, planned_with)
             found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
                       {}, {specialization}) for launch in _call_kernels(plan)]
-            self.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES if name in plan}
+            self.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES
+                                                 if name in plan and _PROOF_OF_LAUNCH[name] not in self.unjudged}
             self.settings[key] = planned_with
             ordering = [pair for pair in _ordering_pairs(proofs, self.table.device)
                         if _compile_key([pair]) not in self.proofs_compiled]
@@ -2706,8 +2727,11 @@ class _Device:
                 kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found]
                                        + ordering, self if resident is None else None)
             except KernelFailure as exc:
-                self._leave(_compile_failure(exc))
-                self._settle(key)
+                if exc.launch.name in _PROOF_OF_LAUNCH:  # it costs the proof, not the rung
+                    self._cannot_judge(_PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
+                else:
+                    self._leave(_compile_failure(exc))
+                    self._settle(key)
                 found = resident = None
                 continue
             self.proofs_compiled.update(_compile_key([pair]) for pair in ordering)
@@ -2770,7 +2794,7 @@ class _Device:
             return []
         named = dict(zip((name for name, _ in KERNEL_ARGUMENTS), self._stand_in_arguments()))
         return ([(launch, tuple(named[name] for name in launch.signature)) for launch in _call_kernels(plan)]
-                + _ordering_pairs(plan, self.table.device))
+                + ([] if "ordering" in self.unjudged else _ordering_pairs(plan, self.table.device)))
 
     def _stand_in_arguments(self):
         """Arguments of the kernels' types (KERNEL_ARGUMENTS) and the alignment of any allocation here, for
@@ -2927,15 +2951,18 @@ def _witness_verdict(device, key, found, args):
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
-    Mw, Hw = _witness_shape(route, M, H)
+    # The interpreter compiles nothing, so there is no binary to match: it runs the region's shape alone.
+    Mw, Hw = (GROUP_SIZE, WITNESS_CHANNELS) if _INTERPRET else _witness_shape(route, M, H)
     plan = device._plan(Mw, Hw, index_64, device.settings[key])
     launches = [plan[launch.name] for launch, *_ in found]
-    if any((mine.kernel, mine.constexprs, mine.options) != (theirs.kernel, theirs.constexprs, theirs.options)
-           for mine, (theirs, *_) in zip(launches, found)):
+    if not _INTERPRET and any((mine.kernel, mine.constexprs, mine.options) != (theirs.kernel, theirs.constexprs,
+                                                                               theirs.options)
+                              for mine, (theirs, *_) in zip(launches, found)):
         return Verdict(unjudged=f"its plan at {Mw} x {Hw} compiles other kernels than the call's at {M} x {H}")
     shapes = _expected_layout(Mw, Hw)
     w = [_witness_like(t, *shapes[name][0]) for t, name in zip(args[:6], shapes)]
     make = self_test_plan(device.backend, M, H, route=route, warp_size=device.warp_size)["witness_input"]
+    make = make._replace(grid=(Mw // GROUP_SIZE * (Hw // GROUP_SIZE), 1, 1))
     make_args = (w[0], w[1], Mw, Hw, w[0].stride(0), w[1].stride(0))
     why = _compile_proofs(device, [(make, make_args)])
     if why:
@@ -2955,22 +2982,24 @@ def _witness_verdict(device, key, found, args):
     if not wrong:
         return Verdict()
     output, index = wrong[0]
-    row, col = _witness_place(output, index, channels)
+    row, col = _witness_place(output, index, channels, Hw)
     half, places = _arbiter_places(output, index, channels)
-    for t, h in places:
-        read = tuple(float(t2[r:r + 1, c:c + 1].cpu().flatten().tolist()[0])
-                     for t2, r, c in ((w[0], t, h), (w[0], t, Hw + h), (w[1], t, h)))
-        if not all(map(_same_value, read, witness_input(t, h, finite_only, channels))):
-            return Verdict(unjudged=f"its input kernel wrote (gate, up, grad_y) {read} at [{t}, {h}] where the host "
+    # The input kernel run again into buffers of its own (a rung that wrote into x cannot blame it), the group read back.
+    fresh = [_witness_like(t, *shapes[name][0]) for t, name in zip(args[:2], ("x", "grad_y"))]
+    make.kernel[make.grid](fresh[0], fresh[1], Mw, Hw, fresh[0].stride(0), fresh[1].stride(0), **make.constexprs,
+                           **make.options)
+    (t0, h0), (t1, h1) = places[0], places[-1]
+    read = [part[t0:t1 + 1, h0:h1 + 1].cpu().flatten().tolist()
+            for part in (fresh[0][:, :Hw], fresh[0][:, Hw:], fresh[1])]
+    for (t, h), written in zip(places, zip(*read)):
+        if not all(map(_same_value, written, witness_input(t, h, finite_only, channels))):
+            return Verdict(unjudged=f"its input kernel wrote (gate, up, grad_y) {written} at [{t}, {h}] where the host "
                                     f"expects {witness_input(t, h, finite_only, channels)}")
     q, scale = _arbiter_group(output, index, channels, finite_only, device.table_values)
     arbiter = scale if output in ("grad_input_s", "y_s_t") else q[(col if output == "grad_input_q" else index) % GROUP_SIZE]
     if not _same_value(arbiter, expected[output][index]):
         return Verdict(unjudged=f"its expectation of {output}[{row}, {col}] is {_shown(expected[output][index])}, "
                                 f"where its arbiter computes {_shown(arbiter)}")
-    table_fault = _table_fault(device.table_values)
-    if table_fault:
-        return Verdict(unjudged=table_fault)
     counts = {}
     for name, _ in wrong:
         counts[name] = counts.get(name, 0) + 1
@@ -3139,10 +3168,12 @@ def _in_children(jobs, target, index, meanwhile=None):
             verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline)
         return verdicts[i][0]
 
-    if meanwhile is not None:
-        meanwhile(verdict_of)
-    for i in range(len(started)):
-        verdict_of(i)
+    try:
+        if meanwhile is not None:
+            meanwhile(verdict_of)
+    finally:  # every child waited for (or killed past the deadline), whatever the host work raised
+        for i in range(len(started)):
+            verdict_of(i)
     return [verdicts[i] for i in range(len(started))]
 
 
@@ -3406,7 +3437,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel
     launched (the main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's
     own, for design sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test
-    at a shape and specialization not yet proven (_Device.self_test), is left for the next rung of its ladder,
+    at a shape and specialization not yet proven (the proofs: _Device.prove), is left for the next rung of its ladder,
     once (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     key = (M, H, index_64, settings)

@@ -52,7 +52,8 @@ def test_the_expectations_are_the_references_outputs_of_the_input(finite_only):
     gy = torch.empty(M, H, dtype=torch.bfloat16)
     out = harness.new_outputs(M, H)
     make = solution.self_test_plan("interpreter", M, H, route="tolerant" if finite_only else "generic")["self_test_input"]
-    make.kernel[make.grid](x, gy, *out, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
+    make.kernel[make.grid](x, gy, *out, torch.empty(M * H, dtype=torch.bfloat16), M, H, x.stride(0), gy.stride(0),
+                           *(o.stride(0) for o in out),
                            **make.constexprs, **make.options)
     xs, gs = x.float().tolist(), gy.float().tolist()
     for m in range(M):
@@ -238,7 +239,8 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
     plan = solution.self_test_plan("interpreter", M, H, route="generic")
     assert programs is None or plan["self_test_check"].grid[0] == programs
     make, check = plan["self_test_input"], plan["self_test_check"]
-    make.kernel[make.grid](x, gy, *out, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
+    make.kernel[make.grid](x, gy, *out, torch.empty(M * H, dtype=torch.bfloat16), M, H, x.stride(0), gy.stride(0),
+                           *(o.stride(0) for o in out),
                            **make.constexprs, **make.options)
     ref = harness.run_reference(x, gy)
 

@@ -29,14 +29,15 @@ kernel family; the self-test should leave each rung that runs it, and the next r
 Issue 44's copies, each of a fault that one run on the self-test's values cannot show:
   fault_slot_barrier_removed.py the fused rungs' slot barrier (_slot_barrier) is gone: on a GPU a race between a
                                 program's warps; the ordering check should leave every fused rung at once.
-  fault_fused_flaky.py          every other launch of the fused kernel writes one byte of y_q_t wrong (a race made
-                                deterministic, keyed on a launch count): the self-test's two runs differ, and every
-                                fused rung is left at once.
+  fault_fused_flaky.py          every other JIT launch of the fused kernel writes one byte of y_q_t wrong (a race
+                                made deterministic, keyed on a launch count): the self-test's two runs differ, and
+                                every fused rung is left at once. For the interpreter, where every launch is a JIT
+                                launch (on a GPU a compiled kernel is launched directly after its first launch).
   fault_ordering_check.py       the ordering check's program 1 expects the next round's values: it reports a
                                 violation where there is none, and every rung relying on the ordering is left.
   fault_real_values.py          the fused kernel's grad and y math (not the probe's) scales the table's sigmoid by
                                 1 + 2**-7 for gates in (-3, -1): values the self-test never uses; the witness should
-                                leave that one rung (generic, the table rung) and no other.
+                                leave the table rungs that run it (the interpreter's generic) and no other.
   fault_witness_expectation.py  the witness's expected y is computed 1 + 2**-6 too large: no rung is wrong, and
                                 none may be left for it (the arbiter lays the difference at the witness's door).
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
