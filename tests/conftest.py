@@ -24,7 +24,7 @@ def solution_copy_dir(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run the tests marked slow (they install Tritons "
-                     "in venvs, as check.py --targets judge does)")
+                     "in venvs, as check.py --targets judge does, or compile what its NVIDIA chip compiles)")
 
 
 def pytest_configure(config):

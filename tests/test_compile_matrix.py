@@ -25,23 +25,26 @@ def run_targets(targets, tmp_path, solution=ROOT / "solution.py"):
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
 
-def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(tmp_path):
-    proc, report = run_targets("cuda:90,hip:gfx942", tmp_path)
+# cuda:90 with this Triton is compiled by every CI run's judge run too (the NVIDIA chip, Triton 3.6 and 3.5), so it
+# runs here with --slow only: the two together took 305 s of CI's 20 minutes (issue 44's proofs added kernels).
+@pytest.mark.parametrize("target, backend", [pytest.param("cuda:90", "nvidia", marks=pytest.mark.slow),
+                                             ("hip:gfx942", "amd")])
+def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_path):
+    proc, report = run_targets(target, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     compiled = {(r["target"], r["kernel"]) for r in report["rows"] if r["ok"]}
-    # Every kernel that every rung of each target's ladder launches compiles (a launch two rungs share is
-    # compiled once, under the first): the route and kernel names are the solution's own.
+    # Every kernel that every rung of the target's ladder launches compiles (a launch two rungs share is compiled
+    # once, under the first): the route and kernel names are the solution's own.
     solution = harness.load_solution(ROOT / "solution.py", name="solution_for_matrix_test")
-    for target, backend in (("cuda:90", "nvidia"), ("hip:gfx942", "amd")):
-        kind, arch, warp_size = compile_matrix.parse_target(target)
-        for route in compile_matrix.ladder(solution, solution.BACKENDS[backend]):
-            plan = solution.launch_plan(backend, 1024, 4096, route=route, arch=arch, warp_size=warp_size,
-                                        sm_count=compile_matrix.multiprocessors(kind, arch))
-            assert {(target, launch.kernel.__name__) for launch in plan.values()} <= compiled, (target, route)
+    kind, arch, warp_size = compile_matrix.parse_target(target)
+    for route in compile_matrix.ladder(solution, solution.BACKENDS[backend]):
+        plan = solution.launch_plan(backend, 1024, 4096, route=route, arch=arch, warp_size=warp_size,
+                                    sm_count=compile_matrix.multiprocessors(kind, arch))
+        assert {(target, launch.kernel.__name__) for launch in plan.values()} <= compiled, (target, route)
     # A probed rung's other composition (its sigmoid IEEE, where the probe finds the division flushing) too.
     ieee_sigmoid = {r["target"] for r in report["rows"]
                     if r["ok"] and r["route"] == "native_per_element" and "IEEE_SIGMOID=True" in r["settings"]}
-    assert ieee_sigmoid == {"cuda:90", "hip:gfx942"}
+    assert ieee_sigmoid == {target}
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
         if row["target"] == "cuda:90":
