@@ -2167,12 +2167,17 @@ def _self_test_input_fault(output, row, col, H, x_test, grad_y_test, finite_only
 def _same_layout(t):
     """An uninitialized tensor with t's shape and strides whose first element has t's alignment modulo 16 bytes
     (what Triton specializes a pointer on), over only the elements t's rows span."""
-    rows, cols = t.shape
-    span = (rows - 1) * t.stride(0) + cols
+    return _aligned_like(t, tuple(t.shape), t.stride(0))
+
+
+def _aligned_like(t, shape, row_stride):
+    """An uninitialized tensor of t's dtype and device, of shape (rows, cols) with unit column stride and the given
+    row stride, over only the elements its rows span, whose first element has t's alignment modulo 16 bytes."""
+    rows, cols = shape
     slack = 16 // t.element_size()
-    storage = torch.empty(span + slack, dtype=t.dtype, device=t.device)
+    storage = torch.empty((rows - 1) * row_stride + cols + slack, dtype=t.dtype, device=t.device)
     shift = ((t.data_ptr() - storage.data_ptr()) % 16) // t.element_size()
-    return storage.as_strided(t.shape, t.stride(), shift)
+    return storage.as_strided(shape, (row_stride, 1), shift)
 
 
 _CAPTURE_REFUSED = ("{what} and reads the verdict back, which a graph capture cannot hold: call it once before "
@@ -2641,7 +2646,8 @@ class _Device:
             # as the table's and the probe's: a cold start waits for the slowest compile, not the sum.
             proof_pairs = [pair for pair in self._proof_pairs(GROUP_SIZE, GROUP_SIZE, False, self._stand_in_arguments())
                            if _compile_key([pair]) not in self.proofs_compiled  # a rung before this one compiled it
-                           and not (pair[0].name == "witness_table" and "sigmoid_table" in plan)]  # the same kernel
+                           # the same kernel as the rung's own table; or a table already filled
+                           and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or self.table_values))]
             pairs = ([(launch, (probe_out, self.table) if launch is probe else (self.table,)) for launch in per_device]
                      + proof_pairs + self._call_pairs(shape))
             try:
@@ -2868,6 +2874,8 @@ def _compile_proofs(device, pairs):
     """Compiles the proofs' kernels of pairs that this device has not compiled yet for their arguments' alignment
     (_settle compiles them for every shape but 64-bit ones); why they cannot run, or None."""
     pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
+    if not pending:
+        return None
     try:
         _compile_all(pending, device)
     except KernelFailure as exc:
@@ -2941,11 +2949,7 @@ def _witness_like(t, rows, cols):
     """An uninitialized rows x cols tensor of t's dtype and device that Triton specializes as it does t: its first
     element's 16-byte alignment, and its row stride's remainder mod 16 (cols are multiples of 16 where a stride is
     specialized)."""
-    stride = cols + t.stride(0) % 16
-    slack = 16 // t.element_size()
-    storage = torch.empty((rows - 1) * stride + cols + slack, dtype=t.dtype, device=t.device)
-    shift = ((t.data_ptr() - storage.data_ptr()) % 16) // t.element_size()
-    return storage.as_strided((rows, cols), (stride, 1), shift)
+    return _aligned_like(t, (rows, cols), cols + t.stride(0) % 16)
 
 
 def _witness_verdict(device, key, found, args):
