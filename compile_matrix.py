@@ -10,7 +10,7 @@ For each target backend:arch the solution's backend is the entry of its BACKENDS
 names for the target's backend, the warp size the one parse_target gives (as Triton's HIPOptions sets it
 on hip; on npu 0, as triton-ascend's driver reports), and every kernel of its
 launch_plan(backend, M, H, route=...) for every rung of its ladder of routes is compiled, with the
-self-test's kernels (self_test_plan, where the solution has one), once per distinct launch (kernel,
+witness's kernels (witness_plan, where the solution has one), once per distinct launch (kernel,
 constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
@@ -199,10 +199,10 @@ def planned_launch(solution, job):
 
 def plan_calls(solution, backend_name, M, H, route, ieee, **kwargs):
     """The calls that plan a route's launches for a shape, in one of its compositions: launch_plan's and, where
-    the solution has a self-test (self_test_plan), the self-test's kernels', which no composition changes."""
+    the solution has a witness (witness_plan), the witness's kernels', which no composition changes."""
     calls = [{"args": [backend_name, M, H], "kwargs": plan_kwargs(route, ieee, **kwargs)}]
-    if callable(getattr(solution, "self_test_plan", None)) and not ieee:
-        calls.append({"function": "self_test_plan", "args": [backend_name, M, H],
+    if callable(getattr(solution, "witness_plan", None)) and not ieee:
+        calls.append({"function": "witness_plan", "args": [backend_name, M, H],
                       "kwargs": {"route": route, "warp_size": kwargs.get("warp_size")}})
     return calls
 

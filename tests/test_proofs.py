@@ -1,8 +1,14 @@
-"""The proofs of issue 44, under the interpreter: the ordering the fused rungs rely on (the ordering check, and the
-self-test run twice), and the witness, every rung's kernels on real values. Each fault copy is tools/solution_copies.py's:
-a race (simulated: outputs that differ from one launch to the next) or a violated ordering costs every rung relying on
-the ordering, at once; a fault only real values show costs its one rung; a fault in the witness costs none."""
+"""The proofs a rung passes before its first output, under the interpreter: the ordering check (the scratch slot's
+barrier the fused rungs rely on) and the witness (the call's own kernels at its shape on real values, every output
+byte compared with the host's own IEEE expectations; run several times where the rung relies on an ordering). Each
+fault copy is tools/solution_copies.py's: a race (simulated: outputs that differ from one launch to the next) or a
+violated ordering costs every rung relying on the ordering at once; a fault of one rung's kernels costs that rung,
+and the next rung's bytes come out; a fault in the witness itself costs none."""
 import math
+import os
+import struct
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -11,9 +17,25 @@ import torch
 import harness
 import solution
 
+sys.path.insert(0, str(harness.ROOT / "tools"))
+
+import solution_copies  # noqa: E402
+from check import watch_compute  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the proofs run under the interpreter here")
 
 FUSED = [r for r in solution.ROUTES if not solution.ROUTE_TABLE[r].two_pass]
+# copy: (shape, the rungs left in order, the output, the kernel that wrote it, the rung whose bytes it gives)
+FAULTS = {
+    "fault_fused_y_swapped.py": ((128, 256), ["generic", "generic_per_element"], "y_q_t", "main", "plain"),
+    "fault_grad_scale_neighbour.py": ((128, 256), ["plain"], "grad_input_s", "grad", "generic"),
+    "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "y", "generic"),
+    # Faults that only real values show (gates in (-3, -1), on the table rung): values chosen for their known outputs
+    # would not show them, nor would a region that stops at the first token group or the first 512 channels.
+    "fault_real_values.py": ((128, 256), ["generic"], None, "main", "generic_per_element"),
+    "fault_later_tokens.py": ((256, 128), ["generic"], None, "main", "generic_per_element"),
+    "fault_later_channels.py": ((128, 640), ["generic"], None, "main", "generic_per_element"),
+}
 
 
 def _said(caught):
@@ -42,6 +64,25 @@ def _forced_bytes(copy, route, x, gy, monkeypatch):
     return _bytes(out)
 
 
+def _witness_buffers(M, H, route="generic"):
+    """The witness's x and grad_y written over M x H by its input kernel, and the outputs it poisoned."""
+    x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
+    gy = torch.empty(M, H, dtype=torch.bfloat16)
+    out = harness.new_outputs(M, H)
+    scratch = torch.zeros(M * H, dtype=torch.bfloat16)
+    make = solution.witness_plan("interpreter", M, H, route=route)["witness_input"]
+    make.kernel[make.grid](x, gy, *out, scratch, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
+                           **make.constexprs, **make.options)
+    return x, gy, out, scratch
+
+
+def _table():
+    table = torch.empty(2 * solution._LUT_N, dtype=torch.float32)
+    fill = solution.witness_plan("interpreter", 128, 128, route="plain")["witness_table"]
+    fill.kernel[fill.grid](table, **fill.constexprs, **fill.options)
+    return table.tolist()
+
+
 def test_the_ordering_is_a_field_of_the_route_and_only_the_fused_rungs_rely_on_it():
     for name, route in solution.ROUTE_TABLE.items():
         assert (route.ordering == "slot barrier") is (not route.two_pass), name
@@ -59,14 +100,27 @@ def test_the_ordering_is_a_field_of_the_route_and_only_the_fused_rungs_rely_on_i
     assert all(solution.ROUTE_TABLE[r].ordering is None for r in solution.BACKENDS["ascend"].routes)
 
 
+def test_the_witness_evicts_its_input_only_where_the_rung_relies_on_an_ordering(monkeypatch):
+    """On a device: twice the L2 the device tells (else _EVICT_BYTES_UNKNOWN_L2), written before each run."""
+    monkeypatch.setattr(solution, "_INTERPRET", False)
+    for name, route in solution.ROUTE_TABLE.items():
+        plan = solution.witness_plan("nvidia", 1024, 2560, route=name, evict_bytes=100 * 2**20)
+        assert ("witness_evict" in plan) is bool(route.ordering), name
+        if route.ordering:
+            evict = plan["witness_evict"]
+            assert evict.grid[0] * 4 * evict.constexprs["BLOCK"] >= 100 * 2**20
+    evict = solution.witness_plan("nvidia", 1024, 2560, route="nvidia")["witness_evict"]
+    assert evict.grid[0] * 4 * evict.constexprs["BLOCK"] == solution._EVICT_BYTES_UNKNOWN_L2
+
+
 @pytest.mark.parametrize("name, mechanism_words", [
-    ("fault_fused_flaky.py", "its self-test's 2 runs found different wrong elements ("),
+    ("fault_fused_flaky.py", "its witness's 2 runs found different wrong elements ("),
     ("fault_ordering_check.py", "its ordering check found "),
 ])
 def test_a_race_leaves_every_fused_rung_at_once_and_the_two_pass_rungs_bytes_come_out(name, mechanism_words,
                                                                                     solution_copy_dir, monkeypatch):
     copy = harness.load_solution(solution_copy_dir / name, name=f"proofs_{name[:-3]}")
-    monkeypatch.setattr(copy, "_SELF_TEST_RUNS", 2)  # as on a device: the interpreter runs one (no race can show)
+    monkeypatch.setattr(copy, "_WITNESS_RUNS", 2)  # as on a device: the interpreter runs one (no race can show)
     x, gy, out, said = _first_call(copy)
     fused_here = [r for r in copy.BACKENDS["interpreter"].routes if r in FUSED]
     assert len(said) == 1, said
@@ -92,20 +146,44 @@ def test_a_forced_fused_route_that_races_raises_one_line(solution_copy_dir):
         "ordering check found ")
 
 
-def test_a_fault_only_real_values_show_costs_its_one_rung(solution_copy_dir, monkeypatch):
-    """The fault is in the fused kernel's math for gates in (-3, -1), on the table rung only: the probe does not run
-    that code and the self-test never uses such gates; the witness leaves that rung, and the next gives its bytes."""
-    copy = harness.load_solution(solution_copy_dir / "fault_real_values.py", name="proofs_real_values")
-    x, gy, out, said = _first_call(copy)
-    assert len(said) == 1 and said[0].startswith(
-        "silu_dot_fwd_bwd_quant_fuse: left the generic route on this interpreter device: its witness found "), said
-    assert " on real values, written by its main kernel, first found at [" in said[0]
-    assert said[0].endswith("; taking the generic_per_element route")
-    assert copy.route_for("cpu") == "generic_per_element"
-    assert all(map(torch.equal, _bytes(out), _forced_bytes(copy, "generic_per_element", x, gy, monkeypatch)))
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_a_fault_of_a_rungs_kernels_costs_its_rungs_and_the_next_rung_gives_its_bytes(name, solution_copy_dir,
+                                                                                    monkeypatch):
+    (M, H), left, output, kernel, next_rung = FAULTS[name]
+    copy = harness.load_solution(solution_copy_dir / name, name=f"fault_{name[:-3]}")
+    x, gy, out, said = _first_call(copy, M, H)
+    assert len(said) == len(left), said
+    for message, rung, following in zip(said, left, left[1:] + [next_rung]):
+        assert message.startswith(f"silu_dot_fwd_bwd_quant_fuse: left the {rung} route on this interpreter device: "
+                                  f"its witness found "), message
+        assert f" wrong elements in {output or ''}" in message and f", written by its {kernel} kernel" in message
+        assert ": got " in message and ", expected " in message and message.endswith(f"; taking the {following} route")
+    assert copy.route_for("cpu") == next_rung
+    assert all(map(torch.equal, _bytes(out), _forced_bytes(copy, next_rung, x, gy, monkeypatch)))
 
 
-def test_a_fault_in_the_witness_costs_no_rung(solution_copy_dir):
+@pytest.mark.parametrize("name, shape", [("fault_later_tokens.py", (128, 256)), ("fault_later_channels.py", (128, 512))])
+def test_a_later_fault_is_absent_where_its_place_is(name, shape, solution_copy_dir):
+    """The copies are what their names say: within the first token group, or the first 512 channels, they are right."""
+    copy = harness.load_solution(solution_copy_dir / name, name=f"absent_{name[:-3]}")
+    x, gy, out, said = _first_call(copy, *shape)
+    assert said == [] and copy.route_for("cpu") == "generic"
+
+
+def test_the_faults_are_of_different_kinds():
+    made = solution_copies.copies((harness.ROOT / "solution.py").read_text())
+    original = (harness.ROOT / "solution.py").read_text()
+    for name in FAULTS:
+        assert made[name] != original
+    kinds = {"fault_fused_y_swapped.py": "(local ^ 1)", "fault_grad_scale_neighbour.py": "(tokens ^ 1)",
+             "fault_y_tail_unwritten.py": "mask=first_group + groups[None, :] < M // GROUP - 1",
+             "fault_later_tokens.py": "(rows[:, None] >= 128)", "fault_later_channels.py": "(cols[None, :] >= 512)",
+             "fault_fused_barrier_call.py": "no barrier between parking y and reading it back"}
+    for name, marker in kinds.items():
+        assert marker in made[name] and all(marker not in made[other] for other in kinds if other != name)
+
+
+def test_a_fault_in_the_witness_expectations_costs_no_rung(solution_copy_dir):
     copy = harness.load_solution(solution_copy_dir / "fault_witness_expectation.py", name="proofs_witness_fault")
     x, gy, out, said = _first_call(copy, family="randn")
     assert len(said) == 1 and said[0].startswith(
@@ -117,8 +195,8 @@ def test_a_fault_in_the_witness_costs_no_rung(solution_copy_dir):
 
 
 def test_a_witness_input_the_device_wrote_wrong_costs_no_rung(monkeypatch):
-    """The arbiter reads the input back over the reported group: an input kernel that disagrees with its host twin
-    is the witness's fault."""
+    """The input is written again and read back over the reported group: an input kernel that disagrees with its host
+    twin is the witness's fault."""
     real = solution.witness_input
     monkeypatch.setattr(solution, "_devices", {})
     monkeypatch.setattr(solution, "_witness_inputs", {})
@@ -132,24 +210,44 @@ def test_a_witness_input_the_device_wrote_wrong_costs_no_rung(monkeypatch):
     assert solution.route_for("cpu") == "generic"
 
 
-def test_the_witness_input_kernel_writes_its_host_twin_and_zeros_outside_the_region():
-    for finite_only in (False, True):
-        M, H = 256, 256  # larger than the region (128 x 128 under the interpreter) both ways
-        x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
-        gy = torch.empty(M, H, dtype=torch.bfloat16)
-        route = "tolerant" if finite_only else "generic"
-        make = solution.self_test_plan("interpreter", M, H, route=route)["witness_input"]
-        make.kernel[(M // 128 * (H // 128), 1, 1)](x, gy, M, H, x.stride(0), gy.stride(0), **make.constexprs,
-                                                  **make.options)
+def test_a_check_kernel_that_expects_wrong_costs_no_rung(monkeypatch):
+    """The device's expectation of one element wrong, the host's right: the host reads the element back and judges it
+    again, and the rung is kept."""
+    monkeypatch.setattr(solution, "_devices", {})
+    real = solution._witness_expectations
+
+    def one_wrong(device, finite_only):
+        lists, on_device = real(device, finite_only)
+        changed = on_device["expected_gq_ptr"].clone()
+        changed[300] = -changed[300] - 1
+        return lists, {**on_device, "expected_gq_ptr": changed}
+
+    monkeypatch.setattr(solution, "_witness_expectations", one_wrong)
+    x, gy, out, said = _first_call(solution, family="randn")
+    assert len(said) == 1 and said[0].startswith(
+        "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its check "
+        "kernel found grad_input_q[") and said[0].endswith(
+        "as the host expects): the generic route and every later one run unproven by it"), said
+    assert solution.route_for("cpu") == "generic" and not solution._devices[-1].left
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
+
+
+def test_the_input_kernel_lays_its_host_twin_over_the_call_and_poisons_outputs_and_slots():
+    for route in ("generic", "tolerant"):
+        M, H = 256, 256
+        x, gy, out, scratch = _witness_buffers(M, H, route)
+        finite_only = route == "tolerant"
         xs, gs = x.float().tolist(), gy.float().tolist()
-        channels = solution.WITNESS_CHANNELS
-        for t in range(M):
+        for m in range(M):
             for h in range(H):
-                got = (xs[t][h], xs[t][H + h], gs[t][h])
-                want = solution.witness_input(t, h, finite_only) if t < 128 and h < channels else (0.0, 0.0, 0.0)
-                assert all(map(solution._same_value, got, want)), (t, h, got, want)
-        gates = [solution.witness_input(t, h, finite_only)[0] for t in range(128) for h in range(channels)]
-        assert any(g != g for g in gates) is not finite_only  # inf gates: the device's region (the coverage test)
+                source = solution.witness_source("grad_input_q", m, h, H)[1]
+                got = (xs[m][h], xs[m][H + h], gs[m][h])
+                assert all(map(solution._same_value, got, solution.witness_input(*source, finite_only))), (m, h, got)
+        assert torch.isfinite(x.float()).all() is finite_only or bool(torch.isfinite(x.float()).all()) == finite_only
+        assert all(bool((o == -128).all()) if o.dtype == torch.int8 else bool((o == -1).all()) for o in out)
+        assert scratch.float().isnan().all()
+    tags = {solution._witness_tags_py(tm, th, 512) for tm in range(2) for th in range(2)}
+    assert len({t[1] for t in tags}) == len({t[2] for t in tags}) == 4  # neighbouring tiles differ in both rotations
 
 
 def test_the_witness_covers_its_gates_and_its_groups_are_informative():
@@ -158,14 +256,13 @@ def test_the_witness_covers_its_gates_and_its_groups_are_informative():
     zeros, NaN and inf among the expectations."""
     for channels in (128, 512):
         gates = [solution.witness_input(t, h, False, channels)[0] for t in range(128) for h in range(channels)]
-        distinct = len({struct_bits(g) for g in gates if g == g}) + sum(g != g for g in gates)
+        distinct = len({_bf16_bits(g) for g in gates if g == g}) + sum(g != g for g in gates)
         assert distinct == 128 * channels  # every pattern sampled, each once
         assert math.inf in gates and -math.inf in gates or channels < 512
     ups = [solution.witness_input(t, h)[1] for t in range(128) for h in range(solution.WITNESS_CHANNELS)]
     exponents = {math.frexp(u)[1] for u in ups if u}
     assert min(exponents) < -100 and max(exponents) > 100 and any(u < 0 for u in ups) and any(u > 0 for u in ups)
-    table = _table()
-    expected = solution._witness_expected(solution.WITNESS_CHANNELS, False, table)
+    expected = solution._witness_expected(solution.WITNESS_CHANNELS, False, _table())
     for scales in (expected["grad_input_s"], expected["y_s_t"]):
         assert any(s != s for s in scales) and any(s == solution._FLOOR_F32 for s in scales)
         assert sum(1 for s in scales if math.isfinite(s) and s > solution._FLOOR_F32) > len(scales) // 3
@@ -174,16 +271,8 @@ def test_the_witness_covers_its_gates_and_its_groups_are_informative():
         assert min(q) == -127 and max(q) == 127
 
 
-def struct_bits(value):
-    import struct
+def _bf16_bits(value):
     return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
-
-
-def _table():
-    table = torch.empty(2 * solution._LUT_N, dtype=torch.float32)
-    fill = solution.self_test_plan("interpreter", 128, 128, route="plain")["witness_table"]
-    fill.kernel[fill.grid](table, **fill.constexprs, **fill.options)
-    return table.tolist()
 
 
 def test_the_arbiter_agrees_with_the_expectations_on_every_group():
@@ -200,48 +289,62 @@ def test_the_arbiter_agrees_with_the_expectations_on_every_group():
 
 
 @pytest.mark.parametrize("finite_only", [False, True])
-def test_the_expectations_are_the_references_outputs_on_the_witness_input(finite_only):
-    """The reference on the CPU divides absmax by 127 where the GPU's multiplies by fp32(1/127), as the kernels and the
-    expectations do: its scales within one fp32 ulp, its int8 within one step, of the expectations."""
-    channels = solution.WITNESS_CHANNELS
-    x = torch.empty(128, 2 * channels, dtype=torch.bfloat16)
-    gy = torch.empty(128, channels, dtype=torch.bfloat16)
-    make = solution.self_test_plan("interpreter", 128, channels, route="tolerant" if finite_only else "plain")
-    make = make["witness_input"]
-    make.kernel[make.grid](x, gy, 128, channels, x.stride(0), gy.stride(0), **make.constexprs, **make.options)
-    reference = harness.run_reference(x, gy)
-    got = solution._witness_region(reference, channels, channels)
-    expected = solution._witness_expected(channels, finite_only, _table())
-    for output in solution.SELF_TEST_OUTPUTS:
-        for a, b in zip(got[output], expected[output]):
-            if output.endswith("_s") or output == "y_s_t":
-                assert solution._same_value(a, b) or abs(a - b) <= abs(b) * 2**-23, (output, a, b)
-            else:
-                assert abs(a - b) <= 1, (output, a, b)
-    differing = sum(a != b for a, b in zip(got["y_q_t"], expected["y_q_t"]))
-    assert differing < len(expected["y_q_t"]) // 100
+def test_the_expectations_are_the_references_outputs_at_every_place(finite_only):
+    """The reference's outputs of the witness's input over a 256 x 256 call, read through witness_source (the host's
+    twin of the check kernel's indexing) against the expectations. The reference on the CPU divides absmax by 127
+    where the GPU's multiplies by fp32(1/127), as the kernels and the expectations do: its scales within one fp32
+    ulp, its int8 within one step."""
+    M, H = 256, 256
+    x, gy, _, _ = _witness_buffers(M, H, "tolerant" if finite_only else "generic")
+    expected = solution._witness_expected(solution.WITNESS_CHANNELS, finite_only, _table())
+    differing = 0
+    for output, values in zip(solution.WITNESS_OUTPUTS, harness.run_reference(x, gy)):
+        for row, line in enumerate(values.tolist()):
+            for col, got in enumerate(line):
+                want = expected[output][solution.witness_source(output, row, col, H)[0]]
+                if output.endswith("s_t") or output.endswith("_s"):
+                    assert solution._same_value(got, want) or abs(got - want) <= abs(want) * 2**-23, (output, row, col)
+                else:
+                    assert abs(got - want) <= 1, (output, row, col, got, want)
+                    differing += got != want
+    assert differing < M * H // 100
 
 
-def test_the_witness_runs_the_calls_binaries_at_its_shape():
-    """For every backend, route and benchmark shape, the launches planned at the witness's shape with the call's
-    settings are the call's: the same kernels, constexprs and options (the binary a specialization gives)."""
-    shapes = [(M, H) for _, M, H in harness.load_shapes("benchmark")] + [(128, 128), (1152, 1408), (640, 5120)]
-    for backend in solution.BACKENDS.values():
-        for name in backend.routes:
-            route = solution.ROUTE_TABLE[name]
-            for M, H in shapes:
-                try:
-                    settings = solution.launch_settings(backend, M, H, 132, route, None, 3)
-                    call = solution.launch_plan(backend, M, H, route=name, arch=90, sm_count=132, settings=settings)
-                except ValueError:
-                    continue
-                Mw, Hw = solution._witness_shape(route, M, H)
-                assert Mw >= 128 and Hw >= solution.WITNESS_CHANNELS and M % 128 == 0 and H % 128 == 0
-                witness = solution.launch_plan(backend, Mw, Hw, route=name, arch=90, sm_count=132, settings=settings)
-                for launch in solution._call_kernels(call):
-                    mine = witness[launch.name]
-                    assert (mine.kernel, mine.constexprs, mine.options) == (launch.kernel, launch.constexprs,
-                                                                            launch.options), (backend.name, name, M, H)
+@pytest.mark.parametrize("rows, programs", [(8, None), (128, None), (128, 3)])
+def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_any_slicing(rows, programs, monkeypatch):
+    """The check kernel at the device's 8-row slices and at the interpreter's whole tiles, and with fewer programs
+    than tiles: on a rung's exact outputs of the witness's input, nothing wrong and every element compared; with one
+    element of each output changed, that element, found and placed."""
+    M, H = (128, 256) if programs is None else (256, 512)
+    if programs is not None:
+        monkeypatch.setattr(solution, "_WITNESS_CHECK_PROGRAMS", programs)
+    monkeypatch.setattr(solution, "_devices", {})
+    x, gy, _, _ = _witness_buffers(M, H)
+    good = harness.new_outputs(M, H)
+    with harness.route_forced("plain"):
+        solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *good)
+    device = solution._devices[-1]
+    check = solution.witness_plan("interpreter", M, H, route="generic")["witness_check"]
+    assert programs is None or check.grid[0] == programs
+    _, on_device = solution._witness_expectations(device, False)
+
+    def findings(outputs):
+        record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
+        check.kernel[check.grid](*outputs, *on_device.values(), record, M, H, *(o.stride(0) for o in outputs),
+                                 **{**check.constexprs, "SLICE": rows}, **check.options)
+        return solution.witness_findings(record.tolist(), H)
+
+    totals = solution._witness_totals(M, H)
+    assert [f[:2] for f in findings(good)] == [(0, total) for total in totals]
+    places = ({"grad_input_q": (37, 300), "grad_input_s": (101, 3), "y_q_t": (77, 21), "y_s_t": (250, 0)}
+              if programs is None else
+              {"grad_input_q": (200, 900), "grad_input_s": (255, 7), "y_q_t": (460, 250), "y_s_t": (511, 1)})
+    for i, (name, (row, col)) in enumerate(places.items()):
+        wrong = [r.clone() for r in good]
+        wrong[i][row, col] = -5 if wrong[i].dtype == torch.int8 and wrong[i][row, col] != -5 else 7.0
+        found = findings(wrong)
+        assert found[i] == (1, totals[i], (row, col)), (name, found)
+        assert all(f[0] == 0 for j, f in enumerate(found) if j != i)
 
 
 def test_a_tolerant_rung_passes_its_witness_within_its_bounds(monkeypatch):
@@ -253,8 +356,8 @@ def test_a_tolerant_rung_passes_its_witness_within_its_bounds(monkeypatch):
 
 
 def test_each_proof_runs_once_for_what_it_proves(monkeypatch):
-    """The ordering check once per launch settings, the self-test once per shape and specialization, the witness
-    once per binary: a second shape of the same binaries runs the self-test alone."""
+    """The ordering check once per launch settings, the witness once per shape and specialization: a second call of
+    a shape runs neither, a new shape the witness alone, and a misaligned view (another specialization) it again."""
     monkeypatch.setattr(solution, "_devices", {})
     runs = []
     for proof, run in list(solution._PROOF_RUNS.items()):
@@ -264,8 +367,11 @@ def test_each_proof_runs_once_for_what_it_proves(monkeypatch):
     for M, H in ((128, 256), (128, 256), (256, 128)):
         x, gy = harness.make_inputs(M, H, seed=1)
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(M, H))
-    assert runs == [("ordering", (128, 256)), ("self-test", (128, 256)), ("witness", (128, 256)),
-                    ("self-test", (256, 128))]
+    wide = torch.empty(256, 2 * 128 + 8, dtype=torch.bfloat16)[:, 1:257]  # misaligned rows: another specialization
+    wide.copy_(x)
+    solution.silu_dot_fwd_bwd_quant_fuse(wide, gy, *harness.new_outputs(256, 128))
+    assert runs == [("ordering", (128, 256)), ("witness", (128, 256)), ("witness", (256, 128)),
+                    ("witness", (256, 128))]
 
 
 def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypatch):
@@ -279,7 +385,7 @@ def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypa
     filled = device.table.clone()
     device.table.fill_(0.25)
     device.table_values, device.expectations = None, {}
-    pairs = device._proof_pairs(128, 128, False, device._stand_in_arguments())
+    pairs = device._proof_pairs()
     stand_in = dict(zip((launch.name for launch, _ in pairs), (args for _, args in pairs)))["witness_table"]
     for a in stand_in:
         if isinstance(a, torch.Tensor):
@@ -293,7 +399,7 @@ def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypa
 
 def test_an_ordering_check_that_does_not_compile_costs_the_proof_not_the_rung(monkeypatch):
     """The check's own compile failing says the ordering cannot be judged here, in one warning, and keeps the rung
-    (the self-test's two runs still stand behind it)."""
+    (the witness's runs still stand behind it)."""
     monkeypatch.setattr(solution, "_devices", {})
     real = solution._compile
 
@@ -311,13 +417,60 @@ def test_an_ordering_check_that_does_not_compile_costs_the_proof_not_the_rung(mo
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
-def test_the_self_test_poisons_the_scratch_a_stale_read_would_meet():
-    M, H = 256, 128
-    x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
-    gy = torch.empty(M, H, dtype=torch.bfloat16)
-    out = harness.new_outputs(M, H)
-    scratch = torch.zeros(M * H, dtype=torch.bfloat16)
-    make = solution.self_test_plan("interpreter", M, H, route="generic")["self_test_input"]
-    make.kernel[make.grid](x, gy, *out, scratch, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
-                           **make.constexprs, **make.options)
-    assert scratch.float().isnan().all()
+def test_a_forced_route_whose_witness_fails_raises_one_line(solution_copy_dir):
+    copy = harness.load_solution(solution_copy_dir / "fault_fused_y_swapped.py", name="forced_fused_y_swapped")
+    x, gy = harness.make_inputs(128, 128, seed=1)
+    with harness.route_forced("generic"), pytest.raises(RuntimeError) as raised:
+        copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(
+        "silu_dot_fwd_bwd_quant_fuse: the generic route, the last one left on this interpreter device, cannot run: "
+        "its witness found ") and "in y_q_t on real values, written by its main kernel" in message
+
+
+def test_check_refuses_a_forced_route_whose_witness_fails_in_one_line(solution_copy_dir):
+    """check.py (and bench.py, which needs a GPU: its records under results/) print the first call's error as one
+    line and exit 1 (harness.cannot_run, shared by both)."""
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "check.py"), "--solution",
+                           str(solution_copy_dir / "fault_fused_y_swapped.py"), "--route", "generic", "--shapes",
+                           "128x128", "--seeds", "1", "--families", "randn"], capture_output=True, text=True,
+                          cwd=harness.ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stdout + proc.stderr
+    assert lines[0].startswith("check.py: error: the solution's forced route generic cannot run here: its first call "
+                               "raised RuntimeError: silu_dot_fwd_bwd_quant_fuse: the generic route, the last one left "
+                               "on this interpreter device, cannot run: its witness found "), lines[0]
+
+
+def test_a_shape_not_yet_proven_refuses_graph_capture_in_one_line(monkeypatch):
+    monkeypatch.setattr(solution, "_devices", {})
+    x, gy = harness.make_inputs(128, 128, seed=1)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
+    device = solution._devices[-1]
+
+    class Capturing:
+        @staticmethod
+        def is_current_stream_capturing():
+            return True
+
+        @staticmethod
+        def current_device():
+            return device.index
+
+    monkeypatch.setattr(device, "module", Capturing)
+    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))  # proven: captured as it is
+    x, gy = harness.make_inputs(256, 128, seed=1)
+    with pytest.raises(RuntimeError, match=r"^silu_dot_fwd_bwd_quant_fuse: the first call of each shape proves its "
+                                           r"kernels on the device and reads the verdict back, which a graph capture "
+                                           r"cannot hold: call it once before capturing$"):
+        solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(256, 128))
+
+
+@pytest.mark.parametrize("route", ["generic", "plain", "tolerant"])
+def test_the_first_call_with_its_witness_runs_no_pytorch_compute(route, monkeypatch):
+    monkeypatch.setattr(solution, "_devices", {})
+    x, gy = harness.make_inputs(128, 256, seed=4)
+    out = harness.new_outputs(128, 256)
+    with harness.route_forced(route), watch_compute() as watch:
+        solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert watch.ops == [] and watch.launches >= 4  # the input, the call's own kernels, the check, the call

@@ -56,7 +56,7 @@ def test_a_main_kernel_that_does_not_compile_falls_back_once_a_rung_with_a_warni
     # Each rung's settle compiles its per-device kernels, the proofs' (until they compile here: the witness's table
     # where the rung's own kernels read none) and the first call's; plain's are compiled again for the call's own
     # arguments.
-    proofs = ["self_test_input", "self_test_check", "witness_input"]
+    proofs = ["witness_input", "witness_check"]
     compiled = (["sigmoid_table"] + proofs + ["main"]) * 2 + proofs + ["witness_table", "grad", "y", "grad", "y"]
     assert calls == compiled, calls
     _call_and_compare()  # the same shape again: nothing is compiled or retried
@@ -81,8 +81,7 @@ def test_a_sigmoid_table_that_does_not_compile_costs_the_rungs_that_read_it(monk
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its "
         "witness_table kernel does not compile (RuntimeError: PassManager::run failed)): the plain route")
     assert solution.route_for("cpu") == "plain" and calls == [
-        "sigmoid_table", "sigmoid_table", "self_test_input", "self_test_check", "witness_input", "witness_table",
-        "self_test_input", "self_test_check", "grad", "y", "grad", "y"]
+        "sigmoid_table", "sigmoid_table", "witness_input", "witness_check", "witness_table", "grad", "y", "grad", "y"]
 
 
 def test_the_last_rung_and_a_forced_route_raise_their_compile_error(monkeypatch):

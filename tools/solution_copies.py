@@ -18,26 +18,32 @@ Writes into OUTDIR:
 Each fault copy stands in for a chip whose toolchain has that one flaw: the probe should turn that one
 feature IEEE (solution.IEEE_FEATURES) and keep the rest native.
 The structural fault copies are solution.py itself (not portable.py) with one fault that no probe sees, in one
-kernel family; the self-test should leave each rung that runs it, and the next rung that passes give its bytes:
+kernel family; the witness should leave each rung that runs it, and the next rung that passes give its bytes:
   fault_fused_y_swapped.py      the fused kernel stores y_q_t with adjacent tokens swapped (a misplaced element).
   fault_grad_scale_neighbour.py the exact two-pass grad kernel stores each row's scales at its neighbour's row;
                                 its ladders start with their exact two-pass rungs, so that the fault runs.
   fault_y_tail_unwritten.py     the exact two-pass y kernels never write the last token group's scales (an
                                 unwritten tail); its ladders too start with their exact two-pass rungs.
-  fault_self_test_expectation.py  the self-test's check kernel expects d_gate's int8 one below the truth
-                                where U is 0: no rung is wrong, and none may be left for it.
-Issue 44's copies, each of a fault that one run on the self-test's values cannot show:
-  fault_slot_barrier_removed.py the fused rungs' slot barrier (_slot_barrier) is gone: on a GPU a race between a
-                                program's warps; the ordering check should leave every fused rung at once.
+The copies of faults that values chosen for their known outputs (powers of two, sigmoids of 0 or 1) cannot show,
+or that show only under a race:
+  fault_slot_barrier_removed.py the fused rungs' slot barrier (_slot_barrier, the helper) is gone: on a GPU a race
+                                between a program's warps; the ordering check should leave every fused rung at once.
+  fault_fused_barrier_call.py   the fused kernel's own barrier call between parking y and reading it back is gone,
+                                the helper intact (the ordering check's kernel keeps it): the witness's runs, inputs
+                                out of L2, should differ, and every fused rung be left at once.
   fault_fused_flaky.py          every other JIT launch of the fused kernel writes one byte of y_q_t wrong (a race
-                                made deterministic, keyed on a launch count): the self-test's two runs differ, and
-                                every fused rung is left at once. For the interpreter, where every launch is a JIT
-                                launch (on a GPU a compiled kernel is launched directly after its first launch).
+                                made deterministic, keyed on a launch count): the witness's runs differ, and every
+                                fused rung is left at once. For the interpreter, where every launch is a JIT launch
+                                (on a GPU a compiled kernel is launched directly after its first launch).
   fault_ordering_check.py       the ordering check's program 1 expects the next round's values: it reports a
                                 violation where there is none, and every rung relying on the ordering is left.
   fault_real_values.py          the fused kernel's grad and y math (not the probe's) scales the table's sigmoid by
-                                1 + 2**-7 for gates in (-3, -1): values the self-test never uses; the witness should
-                                leave the table rungs that run it (the interpreter's generic) and no other.
+                                1 + 2**-7 for gates in (-3, -1); the witness should leave the table rungs that run it
+                                (the interpreter's generic, the H100's nvidia) and no other.
+  fault_later_tokens.py         the same, only past the first token group (rows from 128 on).
+  fault_later_channels.py       the same, only past the first 512 channels.
+  fault_later_tiles.py          portable.py whose fused kernel scales y by 1 + 2**-7 for gates in (-3, -1), only in a
+                                persistent program's second tile on (the native rung's walk, on a GPU).
   fault_witness_expectation.py  the witness's expected y is computed 1 + 2**-6 too large: no rung is wrong, and
                                 none may be left for it (the arbiter lays the difference at the witness's door).
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
@@ -79,6 +85,10 @@ def _split_fma(a, b, c):
     """fma as a multiply and an add, each rounded (solution_copies.py)."""
     return a * b + c
 '''
+SIGMOID_LOOKUP = ("    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, "
+                  "CUDA_ARCH)\n")
+FUSED_BARRIER_CALL = "    _slot_barrier()  # every slice's y is in the slot before any thread reads it back\n"
+PARKED = "        _park_slice(slot, y, local, tokens, GROUP)\n"
 # name: ([(old text, new text, how many times old must appear (None: at least once))], text appended): each copy
 # is portable.py with the native forms' lines edited.
 EDITED = {
@@ -92,6 +102,12 @@ EDITED = {
     "fault_fma_split.py": ([("tl.fma(", "_split_fma(", None)], SPLIT_FMA),
     "fault_nan_int8.py": (
         [("        return q.to(tl.int8)\n", "        return tl.where(_is_nan(q), -128.0, q).to(tl.int8)\n", 1)], ""),
+    "fault_later_tiles.py": (
+        [(PARKED, "        if pid_m * (H // GROUP) + pid_h != slot_index:  # solution_copies.py: a later tile of a "
+                  "persistent walk\n"
+                  "            later = (slice_gate.to(tl.float32) > -3.0) & (slice_gate.to(tl.float32) < -1.0)\n"
+                  "            y = tl.where(later, (y.to(tl.float32) * 1.0078125).to(tl.bfloat16), y)\n" + PARKED, 1)],
+        ""),
     "fault_sigmoid_ulp.py": (
         [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
                            "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
@@ -151,19 +167,17 @@ STRUCTURAL = {
     "fault_ordering_check.py": (
         [("            expected = _ordering_value(program, r, local[None, :], h[:, None])\n",
           "            expected = _ordering_value(program, r + (program == 1), local[None, :], h[:, None])\n", 1)], ""),
-    "fault_real_values.py": (
-        [("    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, "
-          "CUDA_ARCH)\n",
-          "    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE_SIGMOID, "
-          "CUDA_ARCH)\n"
-          "    if SIGMOID_TABLE:  # solution_copies.py: the table's sigmoid scaled where the self-test never looks\n"
-          "        sig = tl.where((gate > -3.0) & (gate < -1.0), sig * 1.0078125, sig)\n", 1)], ""),
+    **{name: ([(SIGMOID_LOOKUP, SIGMOID_LOOKUP + "    if SIGMOID_TABLE:  # solution_copies.py: a fault only real values "
+                                                   "show\n        sig = tl.where((gate > -3.0) & (gate < -1.0)"
+                                                   + where + ", sig * 1.0078125, sig)\n", 1)], "")
+       for name, where in (("fault_real_values.py", ""), ("fault_later_tokens.py", " & (rows[:, None] >= 128)"),
+                           ("fault_later_channels.py", " & (cols[None, :] >= 512)"))},
+    "fault_fused_barrier_call.py": (
+        [(FUSED_BARRIER_CALL, "    pass  # solution_copies.py: no barrier between parking y and reading it back\n",
+          1)], ""),
     "fault_witness_expectation.py": (
         [("    y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))\n",
           "    y = _bf16_round(_f32([a * u * 1.015625 for a, u in zip(silu, up)]))\n", 1)], ""),
-    "fault_self_test_expectation.py": (
-        [("        return _signed(127 >> (2 - u), up_negative ^ gy_negative)\n",
-          "        return _signed((127 >> (2 - u)) - (u == 0).to(tl.int32), up_negative ^ gy_negative)\n", 1)], ""),
 }
 
 
