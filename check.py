@@ -276,18 +276,22 @@ class ComputeWatch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func._schema.name
         if (not self._inside_launch and name not in ALLOWED_OPS and not func.is_view
-                and not _reads_to_host(name, args, kwargs or {})):
+                and not _moves_bytes(name, args, kwargs or {})):
             self.ops.append(name)
         return func(*args, **(kwargs or {}))
 
 
-def _reads_to_host(name, args, kwargs):
-    """A copy from the device to the host (a solution reading a verdict back, as the probe of a native
-    route does once per device): moves bytes, computes nothing."""
+def _moves_bytes(name, args, kwargs):
+    """A copy between the host and the device that keeps its dtype (a solution reading a verdict back, as the probe
+    of a native route does once per device, or handing the device a table the host computed, as the witness does
+    once per device): moves bytes, computes nothing."""
     if name == "aten::_to_copy":
-        return torch.device(kwargs.get("device") or args[0].device).type == "cpu" and args[0].device.type != "cpu"
+        target = torch.device(kwargs.get("device") or args[0].device).type
+        return (kwargs.get("dtype") in (None, args[0].dtype) and target != args[0].device.type
+                and "cpu" in (target, args[0].device.type))
     if name == "aten::copy_":
-        return args[0].device.type == "cpu" and args[1].device.type != "cpu"
+        return (args[0].dtype == args[1].dtype and args[0].device.type != args[1].device.type
+                and "cpu" in (args[0].device.type, args[1].device.type))
     return False
 
 
