@@ -8,11 +8,13 @@
 #                                           # fault; the automatic route and the portable copy strict
 #   bash tools/research/witness_h100.sh b   # the race again at the runs chosen; costs: cold start (automatic, portable, release b095d56), each further
 #                                           # shape's first call; bench --repeat 3 against b095d56; cold_profile
+#   bash tools/research/witness_h100.sh c   # the portable copy's cold start against the release's portable copy
 #   PYTHONPATH=/tmp/t bash tools/research/witness_h100.sh p   # another Triton: automatic, portable, later tiles
-# b wants the release as .lab/release_b095d56.py (git show b095d56:solution.py), carried with .lab.
+# b wants the release as .lab/release_b095d56.py (git show b095d56:solution.py), c its portable copy as
+# .lab/release_b095d56_portable.py (b095d56's tools/solution_copies.py), carried with .lab.
 set -uo pipefail
-part=${1:?usage: witness_h100.sh a|b|p}
-case $part in a|b|p) ;; *) echo "unknown part $part: expected a, b or p"; exit 2 ;; esac
+part=${1:?usage: witness_h100.sh a|b|c|p}
+case $part in a|b|c|p) ;; *) echo "unknown part $part: expected a, b, c or p"; exit 2 ;; esac
 . tools/research/records.sh
 case $part in
   a)
@@ -38,6 +40,10 @@ case $part in
     run bench-vs-release-b095d56 python3 bench.py --repeat 3 --baseline .lab/release_b095d56.py \
       --json "$(J bench-vs-release-b095d56)"
     run cold-profile python3 tools/research/cold_profile.py solution.py .lab/release_b095d56.py copies/portable.py ;;
+  c)
+    run cold-start-portable python3 tools/cold_start.py --runs 3 --solution copies/portable.py
+    run cold-start-release-b095d56-portable python3 tools/cold_start.py --runs 3 --solution .lab/release_b095d56_portable.py
+    run cold-start-portable-again python3 tools/cold_start.py --runs 3 --solution copies/portable.py ;;
   p)
     run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
     run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
