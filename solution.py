@@ -1397,7 +1397,7 @@ ROUTE_TABLE = {r.name: r for r in (
           y_chunk=16, **_ASCEND),
     Route("ascend_columns", native_math=False, sigmoid_table=False, y_chunk=4, **_ASCEND),
     # The last rung of every ladder, not byte-exact: the reference's operations as written, what the
-    # entries that pass the judge on six chips compute (README.md, Routes). tolerant_npu: the same with
+    # entries that pass the judge on six chips compute (PLATFORMS.md, Routes). tolerant_npu: the same with
     # Ascend's sizes.
     Route("tolerant", native_math=False, sigmoid_table=False, two_pass=True, libdevice=False, npu_division=True,
           exact=False, y_chunk=32),
@@ -1417,7 +1417,7 @@ def route_available(route):
 
 
 class Backend(NamedTuple):
-    """What is known of one backend; README.md's Platforms table gives the source of each fact.
+    """What is known of one backend; PLATFORMS.md gives the source of each fact.
 
     It is recognised by its torch device type (None: any), the Triton target its driver reports (():
     any) and a pattern of its device name ("": any). routes is its ladder, fastest first: a route that
