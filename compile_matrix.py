@@ -351,7 +351,7 @@ def ptxas_usage(ptx, arch, options, workdir):
 # The unified buffer of one Ascend 910B vector core: 192 KB (bishengir-compile's target spec of the
 # Ascend910B3: UB_SIZE = 1572864 bits, which the HIVM IR carries and ub_plan reads where it can).
 UB_BYTES = 192 * 1024
-# The most UB a kernel's plan may take: issue 29's margin below the 192 KB UB, as NaN outputs were reported
+# The most UB a kernel's plan may take: a margin below the 192 KB UB, as NaN outputs were reported
 # at 188.8 KB of it (hw-native-sys/pto-isa issue #170). The one home of the limit.
 UB_LIMIT_BYTES = 150 * 1024
 

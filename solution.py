@@ -2346,10 +2346,8 @@ class _Device:
                                f"left on this {self.backend.name} device, cannot run: {why}")
         self.routes = [r for r in self.routes if r not in failed]
         self.left += [(r, why) for r in failed]
-        self.launches.clear()  # every shape takes the next rung, and is proven again there
-        self.proof_launches.clear()
-        self.settings.clear()
-        self.proven.clear()
+        for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven):
+            found_for_the_rung.clear()  # every shape takes the next rung, and is proven again there
         warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} route{'s' if len(failed) > 1 else ''} "
                       f"on this {self.backend.name} device: {why}; taking the {self.route} route", RuntimeWarning,
                       stacklevel=5)
@@ -2381,10 +2379,9 @@ class _Device:
                 continue
             self.proofs_compiled.update(_compile_key([pair]) for pair in proof_pairs + _ordering_pairs(
                 {launch.name: launch for launch, _ in pairs}, self.table.device))
-            table = plan.get("sigmoid_table")
-            if table is None and "witness" not in self.unjudged:
-                table = witness_plan(self.backend, GROUP_SIZE, GROUP_SIZE, route=self.route,
-                                     warp_size=self.warp_size)["witness_table"]
+            # The route's own table, else the witness's (none once the witness cannot judge here).
+            table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in self._proof_pairs()}.get(
+                "witness_table")
             if table is not None and not self.table_values:
                 self._fill_table(table)
             if probe is not None:
@@ -2507,11 +2504,10 @@ class _Device:
     def _proof_pairs(self):
         """[(launch, stand-in arguments)] of the witness's kernels, for compiling: the same for every shape but 64-bit
         ones (they specialize on no integer); none once the witness cannot judge here."""
-        if "witness" in self.unjudged:
-            return []
         named = self._stand_in_arguments()
         plan = witness_plan(self.backend, GROUP_SIZE, GROUP_SIZE, route=self.route, warp_size=self.warp_size)
-        return [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()]
+        return [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()
+                if "witness" not in self.unjudged]
 
     def _call_pairs(self, shape):
         """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64, settings), with its

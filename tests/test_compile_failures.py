@@ -1,4 +1,4 @@
-"""Failures past a compile that raises (issue 30): a binary that does not load, a compiler that kills its
+"""Failures past a compile that raises: a binary that does not load, a compiler that kills its
 process, a machine where no child process can compile. Each costs a rung, never the run."""
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""The probe (issue 23): a native route proves its arithmetic on the device at first use, and a route whose
+"""The probe: a native route proves its arithmetic on the device at first use, and a route whose
 probe finds a difference from IEEE arithmetic is left for the next rung with one warning, the call's bytes
 unchanged. Under the interpreter the native arithmetic is numpy's; an exact stand-in of it is the baseline,
 and each fault a chip's compiler could have is injected into it."""

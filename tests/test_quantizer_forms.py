@@ -1,4 +1,4 @@
-"""The quantizer's forms under the interpreter (issue 34): every bf16 value against a sample of absmax values
+"""The quantizer's forms under the interpreter: every bf16 value against a sample of absmax values
 (zero, the 1e-10 clamp, subnormal, normal, near the largest finite, inf, NaN and random ones), each quantized
 by tools/exhaustive_exactness.py's kernel in each tl form a rung runs (QUANTIZER_FORMS, the native division's
 fma made exact), against PyTorch's CPU division by the kernel's own scale: the same int8 for every value of a

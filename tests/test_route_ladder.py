@@ -1,4 +1,4 @@
-"""The ladder of routes (issue 20): a route whose kernels do not compile on a device is left for the next
+"""The ladder of routes: a route whose kernels do not compile on a device is left for the next
 rung once, with a warning; an error at run time is raised, never hidden. The interpreter compiles
 nothing, so a stand-in compile raises where a backend's compiler would."""
 import pytest

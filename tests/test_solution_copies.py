@@ -1,4 +1,4 @@
-"""tools/solution_copies.py's fault copies (issue 34): each stands in for a chip whose toolchain has one flaw,
+"""tools/solution_copies.py's fault copies: each stands in for a chip whose toolchain has one flaw,
 and under the interpreter, its native arithmetic made exact, the copy's probe turns that one feature IEEE and
 keeps the rest native, with the bytes of the IEEE rung of the same sigmoid."""
 import sys

@@ -1,4 +1,4 @@
-"""The two-pass rungs under the interpreter (issues 29 and 30): Ascend's two rungs give the IEEE rungs'
+"""The two-pass rungs under the interpreter: Ascend's two rungs give the IEEE rungs'
 bytes on every cpu_small shape and input family; the tolerant rung stays within one step of the
 reference (the interpreter's bf16 cast truncates, as a backend's own cast may round otherwise)."""
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 33: the last line of check.py says what failed. A static failure is named while the shapes pass; a
+"""The last line of check.py says what failed. A static failure is named while the shapes pass; a
 solution whose first call raises (a forced route whose rung is left included) is one line and exit 1, in
 check.py and bench.py, with no table; a shape whose calls raised says `raised`, never "0 bytes differ"."""
 import argparse
