@@ -9,12 +9,14 @@
 #   bash tools/research/witness_h100.sh b   # the race again at the runs chosen; costs: cold start (automatic, portable, release b095d56), each further
 #                                           # shape's first call; bench --repeat 3 against b095d56; cold_profile
 #   bash tools/research/witness_h100.sh c   # the portable copy's cold start against the release's portable copy
+#   bash tools/research/witness_h100.sh f   # the code that lands: part a's checks once more (the barrier call removed
+#                                           # three times), and the cold start against the release again
 #   PYTHONPATH=/tmp/t bash tools/research/witness_h100.sh p   # another Triton: automatic, portable, later tiles
 # b wants the release as .lab/release_b095d56.py (git show b095d56:solution.py), c its portable copy as
 # .lab/release_b095d56_portable.py (b095d56's tools/solution_copies.py), carried with .lab.
 set -uo pipefail
-part=${1:?usage: witness_h100.sh a|b|c|p}
-case $part in a|b|c|p) ;; *) echo "unknown part $part: expected a, b, c or p"; exit 2 ;; esac
+part=${1:?usage: witness_h100.sh a|b|c|f|p}
+case $part in a|b|c|f|p) ;; *) echo "unknown part $part: expected a, b, c, f or p"; exit 2 ;; esac
 . tools/research/records.sh
 case $part in
   a)
@@ -44,6 +46,18 @@ case $part in
     run cold-start-portable python3 tools/cold_start.py --runs 3 --solution copies/portable.py
     run cold-start-release-b095d56-portable python3 tools/cold_start.py --runs 3 --solution .lab/release_b095d56_portable.py
     run cold-start-portable-again python3 tools/cold_start.py --runs 3 --solution copies/portable.py ;;
+  f)
+    run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
+    run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
+    for i in 1 2 3; do
+      run "check-fused-barrier-call-$i" python3 check.py --strict --seeds 1 \
+        --solution copies/fault_fused_barrier_call.py --json "$(J "check-fused-barrier-call-$i")"; done
+    run check-slot-barrier-removed python3 check.py --strict --seeds 1 --solution copies/fault_slot_barrier_removed.py \
+      --json "$(J check-slot-barrier-removed)"
+    run check-later-tiles python3 check.py --strict --seeds 1 --solution copies/fault_later_tiles.py \
+      --json "$(J check-later-tiles)"
+    run cold-start-auto python3 tools/cold_start.py --runs 3
+    run cold-start-release-b095d56 python3 tools/cold_start.py --runs 3 --solution .lab/release_b095d56.py ;;
   p)
     run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
     run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
