@@ -15,7 +15,7 @@ constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
-compile's messages). A compile fails when the process fails or dies, when it prints an error on
+compile's messages), forked from a server process that has imported torch and Triton once (CompileServers). A compile fails when the process fails or dies, when it prints an error on
 stderr, or when its assembly has fewer global stores than the kernel has store sites.
 
 Store sites are counted in the kernel's own Triton IR (TTIR, after inlining and constant folding):
@@ -46,6 +46,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -656,11 +657,185 @@ def _cap_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
 
 
-def run_script(args, timeout, python=sys.executable, script=__file__):
-    """Runs `python script *args` in a clean process with a fresh Triton cache; a CompletedProcess."""
+def run_script(args, timeout, python=sys.executable, script=__file__, servers=None):
+    """Runs `python script *args` in a clean process with a fresh Triton cache; a CompletedProcess. With
+    servers (CompileServers), a run of this module is forked from the server that python runs instead of
+    started afresh: its own process all the same, with the same environment, cache and memory cap."""
+    if servers is not None and Path(script).resolve() == Path(__file__).resolve():
+        return servers.run(args, timeout, python)
     with tempfile.TemporaryDirectory(prefix="compile-matrix-") as cache_dir:
         return subprocess.run([str(python), str(Path(script).resolve()), *args], env=_clean_env(cache_dir),
                               capture_output=True, text=True, timeout=timeout, cwd=ROOT, preexec_fn=_cap_memory)
+
+
+# ---------------------------------------------------------------- compile servers (fork, not start)
+
+# What every compile process imports, whichever its Triton: a server imports it once, and each compile is a
+# process forked from the server. Starting a Python that imports torch costs about 1.3 s of CPU, more than most
+# compiles here: CI's compiles (a few hundred) spent two thirds of their time starting.
+SERVER_IMPORTS = ("torch", "triton", "triton.language", "triton.compiler", "triton.backends.compiler")
+
+
+class _ServerLost(Exception):
+    """A compile server stopped answering (the compile goes to a process of its own instead)."""
+
+
+class _Server:
+    """One `python compile_matrix.py --serve` process: it reads a JSON line per compile (the script's
+    arguments, the timeout) and answers one (returncode, stdout, stderr, timed_out)."""
+
+    def __init__(self, python):
+        self.python = str(python)
+        self.proc = subprocess.Popen([self.python, str(Path(__file__).resolve()), "--serve"], cwd=ROOT,
+                                     env=_clean_env(""), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+
+    def run(self, args, timeout):
+        try:
+            self.proc.stdin.write((json.dumps({"args": list(args), "timeout": timeout}) + "\n").encode())
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()  # the server enforces the timeout
+        except OSError as exc:
+            raise _ServerLost(str(exc)) from exc
+        if not line:
+            raise _ServerLost(f"exit code {self.proc.poll()}")
+        answer = json.loads(line)
+        command = [self.python, str(Path(__file__).resolve()), *args]
+        if answer["timed_out"]:
+            raise subprocess.TimeoutExpired(command, timeout, answer["stdout"], answer["stderr"])
+        return subprocess.CompletedProcess(command, answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()  # the server ends at the end of its input
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+class CompileServers:
+    """Compile servers, one per calling thread for the python it asks for (a thread that moves on to another
+    python closes its last one: ask for the compiles of one python together). A server that is lost leaves
+    its compile to a process of its own (run_script without servers). A context manager: closes them all."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._all = []
+
+    def run(self, args, timeout, python=sys.executable):
+        server = getattr(self._local, "server", None)
+        if server is None or server.python != str(python):
+            if server is not None:
+                server.close()
+            server = self._local.server = _Server(python)
+            with self._lock:
+                self._all.append(server)
+        try:
+            return server.run(args, timeout)
+        except _ServerLost:
+            server.close()
+            self._local.server = None
+            return run_script(args, timeout, python=python)
+
+    def close(self):
+        with self._lock:
+            servers, self._all = self._all, []
+        for server in servers:
+            server.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _wait(pid, timeout):
+    """The exit status of child pid (os.waitpid's), or None after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
+
+
+def serve():
+    """The server's loop (compile_matrix.py --serve): SERVER_IMPORTS once, then per line of input one
+    compile process forked from this one, run as `python compile_matrix.py *args` would run in run_script: a
+    fresh Triton cache, the memory cap, its stdout and stderr its own; killed (with what it started) after its
+    timeout. Ends at the end of its input."""
+    import importlib
+    for name in SERVER_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # a Triton without one: the compile imports what it has, as a process of its own would
+            pass
+    # Triton's key of itself (a hash of its sources and libraries, lru-cached: 0.4 s a compile otherwise), once.
+    for module in [m for name, m in list(sys.modules.items()) if name.startswith("triton.")]:
+        triton_key = getattr(module, "triton_key", None)
+        if callable(triton_key) and hasattr(triton_key, "cache_info"):
+            try:
+                triton_key()
+            except Exception:
+                pass
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # nothing but the answers goes to the client
+    for line in sys.stdin:
+        request = json.loads(line)
+        with tempfile.TemporaryDirectory(prefix="compile-matrix-") as workdir:
+            cache_dir, out_path, err_path = (os.path.join(workdir, name) for name in ("cache", "stdout", "stderr"))
+            os.mkdir(cache_dir)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # the compile's process
+                code = 1
+                try:
+                    os.setpgid(0, 0)
+                    replies.close()
+                    os.dup2(os.open(out_path, os.O_WRONLY | os.O_CREAT, 0o644), 1)
+                    os.dup2(os.open(err_path, os.O_WRONLY | os.O_CREAT, 0o644), 2)
+                    os.dup2(devnull, 0)
+                    os.environ["TRITON_CACHE_DIR"] = cache_dir
+                    _cap_memory()
+                    sys.argv = [str(Path(__file__).resolve()), *request["args"]]
+                    code = main(request["args"])
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    try:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                    finally:
+                        os._exit(code or 0)
+            status = _wait(pid, request["timeout"])
+            timed_out = status is None
+            if timed_out:
+                for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                    try:
+                        kill()
+                    except OSError:
+                        pass
+                os.waitpid(pid, 0)
+            texts = [Path(path).read_bytes().decode(errors="replace") if os.path.exists(path) else ""
+                     for path in (out_path, err_path)]
+            answer = {"returncode": None if timed_out else os.waitstatus_to_exitcode(status), "stdout": texts[0],
+                      "stderr": texts[1], "timed_out": timed_out}
+        replies.write(json.dumps(answer) + "\n")
+        replies.flush()
+    return 0
 
 
 ERROR_LINE = re.compile(r"error", re.I)
@@ -724,20 +899,22 @@ def run_matrix(solution_path, targets, log=print, timeout=COMPILE_TIMEOUT_S):
         raise RuntimeError(f"planning the compiles failed:\n{proc.stderr.strip()}")
     planned = json.loads(proc.stdout.splitlines()[-1])
     rows = []
-    for job in planned["jobs"]:
-        start = time.time()
-        try:
-            proc = run_script(["--worker", json.dumps(job), "--solution", solution_path], timeout=timeout)
-            ok, detail, result = compile_verdict(proc)
-        except subprocess.TimeoutExpired:
-            ok, detail, result = False, f"timed out after {timeout} s", None
-        result = without_ttir(result)
-        occupancy = occupancy_text(job["backend"], job["arch"], result) if ok else ""
-        row = {**job, "ok": ok, "detail": detail + (f"; {occupancy}" if occupancy else ""), "result": result,
-               "seconds": round(time.time() - start, 1)}
-        rows.append(row)
-        log(f"  {row['target']} {row['route']} {row['kernel']}: {'ok' if ok else 'FAIL'} ({row['seconds']} s)",
-            flush=True)
+    with CompileServers() as servers:
+        for job in planned["jobs"]:
+            start = time.time()
+            try:
+                proc = run_script(["--worker", json.dumps(job), "--solution", solution_path], timeout=timeout,
+                                  servers=servers)
+                ok, detail, result = compile_verdict(proc)
+            except subprocess.TimeoutExpired:
+                ok, detail, result = False, f"timed out after {timeout} s", None
+            result = without_ttir(result)
+            occupancy = occupancy_text(job["backend"], job["arch"], result) if ok else ""
+            row = {**job, "ok": ok, "detail": detail + (f"; {occupancy}" if occupancy else ""), "result": result,
+                   "seconds": round(time.time() - start, 1)}
+            rows.append(row)
+            log(f"  {row['target']} {row['route']} {row['kernel']}: {'ok' if ok else 'FAIL'} ({row['seconds']} s)",
+                flush=True)
     return rows, planned["shapes"]
 
 
@@ -773,7 +950,10 @@ def main(argv=None, solution_path=None):
                         help="seconds a compile may take")
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve()
     if args.worker:
         return worker_main(args.worker, args.solution)
     if not args.targets:

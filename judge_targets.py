@@ -43,7 +43,7 @@ Each Triton lives in a venv of its own (python -m venv --system-site-packages: t
 torch is reused; pip install --no-deps: nothing else is pulled in), made once in $SILU_DOT_JUDGE_VENVS
 (default ~/.cache/silu-dot-judge-venvs) and reused; where the running Python already has that exact Triton,
 it is used instead. Each compile runs in its own process with a fresh Triton cache (compile_matrix's
-worker), --jobs at a time.
+worker, forked from a server process of that python that has imported torch and Triton once), --jobs at a time.
 """
 import argparse
 import ast
@@ -906,7 +906,7 @@ def _compile_rows(compiles, solution_path, jobs, timeout, log, source=()):
         started = time.time()
         try:
             proc = compile_matrix.run_script(["--worker", json.dumps(job), "--solution", solution_path], timeout,
-                                             python=python)
+                                             python=python, servers=servers)
             verdict = compile_matrix.compile_verdict(proc)
         except subprocess.TimeoutExpired:
             verdict = False, f"timed out after {timeout} s", None
@@ -915,7 +915,9 @@ def _compile_rows(compiles, solution_path, jobs, timeout, log, source=()):
             f"{'ok' if verdict[0] else 'FAIL'} ({seconds} s)", flush=True)
         return (*verdict, seconds)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    # Each compile a process forked from a server of its Triton's python (compile_matrix.CompileServers);
+    # unique holds one python's compiles together, so each thread's server changes as seldom as the python.
+    with compile_matrix.CompileServers() as servers, ThreadPoolExecutor(max_workers=jobs) as pool:
         compiled = dict(zip(unique, pool.map(compile_once, unique.items())))
     rows, judge = [], judge_rows()
     for python, job in compiles:

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,29 @@ def test_broken_solution_fails_the_compile_matrix(name, tmp_path):
     failed = [r for r in report["rows"] if not r["ok"]]
     assert failed and all(r["kernel"] in kernel for r in failed), report["rows"]
     assert "FAIL: " in proc.stdout and "FAILED" in proc.stdout
+
+
+def test_a_compile_forked_from_a_server_crashes_and_times_out_alone(tmp_path):
+    """A compile forked from a server (CompileServers: what CI's compiles run in) is a process of its own: a
+    crash is its own exit status and stderr, a timeout kills it and what it started, and the server goes on."""
+    abort = tmp_path / "abort.py"
+    abort.write_text("import os, sys\nprint('dying', file=sys.stderr)\nos.abort()\n")
+    sleep = tmp_path / "sleep.py"
+    marker = tmp_path / "started"
+    sleep.write_text(f"import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 3 && touch {marker}'])\n"
+                     "time.sleep(60)\n")
+    with compile_matrix.CompileServers() as servers:
+        def run(solution, timeout):
+            return compile_matrix.run_script(["--worker", "{}", "--solution", str(solution)], timeout, servers=servers)
+        proc = run(abort, 60)
+        assert proc.returncode == -6 and compile_matrix.compile_verdict(proc)[:2] == (False, "crashed (SIGABRT): dying")
+        with pytest.raises(subprocess.TimeoutExpired):
+            run(sleep, 1)
+        proc = run(abort, 60)  # the same server, after the timeout
+        assert proc.returncode == -6
+        assert len(servers._all) == 1
+    time.sleep(3)
+    assert not marker.exists()  # what the timed-out compile started was killed with it
 
 
 @pytest.mark.parametrize("text, message", [("cuda:abc", "compute capability"), ("hip:942", "gfx name"),

@@ -10,14 +10,20 @@ ASCEND_RUNGS = ("ascend_transposed", "ascend_columns")
 FINITE_FAMILIES = [f for f in harness.FAMILIES if f != "specials"]
 
 
-def _run(monkeypatch, route, x, gy):
+def _runs(monkeypatch, route, inputs):
+    """The route's outputs for each (x, gy) of inputs, on one device set up for the route (its probe and proofs run
+    by the first call, as on a GPU; setting a device up costs more than a call of these shapes under the
+    interpreter). Every call must have taken the route."""
     monkeypatch.setenv(solution.ROUTE_ENV, route)
     monkeypatch.setattr(solution, "_devices", {})
-    M, H = gy.shape
-    out = harness.new_outputs(M, H)
-    solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
-    assert solution.route_for("cpu") == route
-    return out
+    outs = []
+    for x, gy in inputs:
+        M, H = gy.shape
+        out = harness.new_outputs(M, H)
+        solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+        assert solution.route_for("cpu") == route
+        outs.append(out)
+    return outs
 
 
 def test_the_ascend_ladder_is_two_exact_rungs_then_the_tolerant_one():
@@ -32,12 +38,11 @@ def test_the_ascend_ladder_is_two_exact_rungs_then_the_tolerant_one():
 @pytest.mark.parametrize("shape", harness.load_shapes("cpu_small"), ids=lambda s: s[0])
 def test_the_ascend_rungs_give_the_ieee_rungs_bytes_on_every_family(shape, monkeypatch):
     _, M, H = shape
-    for family in harness.FAMILIES:
-        x, gy = harness.make_inputs(M, H, seed=0, family=family)
-        expected = _run(monkeypatch, "generic", x, gy)
-        for route in ASCEND_RUNGS:
-            out = _run(monkeypatch, route, x, gy)
-            assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0], (route, family)
+    inputs = [harness.make_inputs(M, H, seed=0, family=family) for family in harness.FAMILIES]
+    expected = _runs(monkeypatch, "generic", inputs)
+    for route in ASCEND_RUNGS:
+        for family, out, want in zip(harness.FAMILIES, _runs(monkeypatch, route, inputs), expected):
+            assert [harness.differing_bytes(o, e) for o, e in zip(out, want)] == [0, 0, 0, 0], (route, family)
             assert not any(harness.unwritten(out).values()), (route, family)
 
 
@@ -46,20 +51,19 @@ def test_the_ascend_rungs_store_eight_groups_scales_at_once(M, H, monkeypatch):
     """H = 1024: 8 channel groups a grad_input scale store; M = 1024: 8 token groups a y_s_t store (cpu_small
     reaches neither)."""
     assert max(l.constexprs["GROUPS"] for l in solution.launch_plan("ascend", M, H).values()) == 8
-    for family in ("randn", "specials"):
-        x, gy = harness.make_inputs(M, H, seed=2, family=family)
-        expected = _run(monkeypatch, "generic", x, gy)
-        for route in ASCEND_RUNGS:
-            out = _run(monkeypatch, route, x, gy)
-            assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0], (route, family)
+    families = ("randn", "specials")
+    inputs = [harness.make_inputs(M, H, seed=2, family=family) for family in families]
+    expected = _runs(monkeypatch, "generic", inputs)
+    for route in ASCEND_RUNGS:
+        for family, out, want in zip(families, _runs(monkeypatch, route, inputs), expected):
+            assert [harness.differing_bytes(o, e) for o, e in zip(out, want)] == [0, 0, 0, 0], (route, family)
 
 
 @pytest.mark.parametrize("route", ["tolerant", "tolerant_npu"])
 def test_the_tolerant_rung_is_within_one_step_of_the_reference(route, monkeypatch):
     M, H = 128, 256
-    for family in FINITE_FAMILIES:
-        x, gy = harness.make_inputs(M, H, seed=1, family=family)
-        out = _run(monkeypatch, route, x, gy)
+    inputs = [harness.make_inputs(M, H, seed=1, family=family) for family in FINITE_FAMILIES]
+    for family, (x, gy), out in zip(FINITE_FAMILIES, inputs, _runs(monkeypatch, route, inputs)):
         totals = harness.compare(out, harness.run_reference(x, gy))["totals"]
         # One step, plus the scale's own fp32 rounding (2**-16 of a bf16 step): absmax / 127 against the
         # reference's absmax * (1 / 127).
