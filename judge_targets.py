@@ -39,11 +39,12 @@ how many of its programs an SM holds. Ascend rows give each kernel's unified buf
 plan has it (compile_matrix.ub_plan: "UB 88.7 KB of 192 KB planned", and whether the plan is of bishengir's
 retry after its first plan overflowed); --json has it as the row's result's "ub".
 
-Each Triton lives in a venv of its own (python -m venv --system-site-packages: the system site-packages'
-torch is reused; pip install --no-deps: nothing else is pulled in), made once in $SILU_DOT_JUDGE_VENVS
-(default ~/.cache/silu-dot-judge-venvs) and reused; where the running Python already has that exact Triton,
-it is used instead. Each compile runs in its own process with a fresh Triton cache (compile_matrix's
-worker, forked from a server process of that python that has imported torch and Triton once), --jobs at a time.
+Each Triton lives in a venv of its own (python -m venv --system-site-packages --without-pip: the system
+site-packages' torch is reused, and its pip installs; pip install --no-deps: nothing else is pulled in),
+made once in $SILU_DOT_JUDGE_VENVS (default ~/.cache/silu-dot-judge-venvs) and reused; where the running
+Python already has that exact Triton, it is used instead. Each compile runs in its own process with a fresh
+Triton cache (compile_matrix's worker, forked from a server process of that python that has imported torch
+and Triton once), --jobs at a time.
 """
 import argparse
 import ast
@@ -715,8 +716,12 @@ def python_for(install, log=print):
             return str(python)
         start = time.time()
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
-                       capture_output=True)
+        # No pip of its own (ensurepip costs about as much as the install) where the system site-packages' pip,
+        # which installs into the venv it runs in, is seen from it.
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                       check=True, capture_output=True)
+        if subprocess.run([str(python), "-c", "import pip"], capture_output=True).returncode != 0:
+            subprocess.run([str(python), "-m", "ensurepip", "--default-pip"], check=True, capture_output=True)
         proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
                                *install.requirements], capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
         if proc.returncode != 0:
