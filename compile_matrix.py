@@ -718,14 +718,18 @@ class _Server:
 class CompileServers:
     """Compile servers, one per calling thread for the python it asks for (a thread that moves on to another
     python closes its last one: ask for the compiles of one python together). A server that is lost leaves
-    its compile to a process of its own (run_script without servers). A context manager: closes them all."""
+    its compile, and every later one of its python, to a process started afresh (run_script without servers).
+    A context manager: closes them all."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._local = threading.local()
         self._all = []
+        self._lost = set()  # the pythons whose server was lost: their compiles start afresh from then on
 
     def run(self, args, timeout, python=sys.executable):
+        if str(python) in self._lost:
+            return run_script(args, timeout, python=python)
         server = getattr(self._local, "server", None)
         if server is None or server.python != str(python):
             if server is not None:
@@ -738,6 +742,8 @@ class CompileServers:
         except _ServerLost:
             server.close()
             self._local.server = None
+            with self._lock:
+                self._lost.add(str(python))
             return run_script(args, timeout, python=python)
 
     def close(self):
