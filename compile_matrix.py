@@ -15,8 +15,9 @@ constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
-compile's messages), forked from a server process that has imported torch and Triton once (CompileServers). A compile fails when the process fails or dies, when it prints an error on
-stderr, or when its assembly has fewer global stores than the kernel has store sites.
+compile's messages), forked from a server process that has imported torch and Triton once
+(CompileServers). A compile fails when the process fails or dies, when it prints an error on stderr, or
+when its assembly has fewer global stores than the kernel has store sites.
 
 Store sites are counted in the kernel's own Triton IR (TTIR, after inlining and constant folding):
 every tt.store, plus every inline asm whose text stores to global memory (st.global). Each site
@@ -699,7 +700,10 @@ class _Server:
             raise _ServerLost(str(exc)) from exc
         if not line:
             raise _ServerLost(f"exit code {self.proc.poll()}")
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError as exc:
+            raise _ServerLost(f"answered {line[:80]!r}") from exc
         command = [self.python, str(Path(__file__).resolve()), *args]
         if answer["timed_out"]:
             raise subprocess.TimeoutExpired(command, timeout, answer["stdout"], answer["stderr"])
@@ -780,6 +784,9 @@ def serve():
     fresh Triton cache, the memory cap, its stdout and stderr its own; killed (with what it started) after its
     timeout. Ends at the end of its input."""
     import importlib
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # nothing but the answers goes to the client (not what an import prints either)
     for name in SERVER_IMPORTS:
         try:
             importlib.import_module(name)
@@ -793,9 +800,6 @@ def serve():
                 triton_key()
             except Exception:
                 pass
-    replies = os.fdopen(os.dup(1), "w")
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)  # nothing but the answers goes to the client
     for line in sys.stdin:
         request = json.loads(line)
         with tempfile.TemporaryDirectory(prefix="compile-matrix-") as workdir:
