@@ -15,8 +15,9 @@ constexprs, compile options) that the benchmark and hidden_like shapes choose.
 
 Each compile runs in its own Python process with a fresh Triton cache (a crash, such as LLVM
 aborting on inline PTX compiled for AMD, kills only that process, and cached kernels cannot hide a
-compile's messages), forked from a server process that has imported torch and Triton once (CompileServers). A compile fails when the process fails or dies, when it prints an error on
-stderr, or when its assembly has fewer global stores than the kernel has store sites.
+compile's messages), forked from a server process that has imported torch and Triton once
+(CompileServers). A compile fails when the process fails or dies, when it prints an error on stderr, or
+when its assembly has fewer global stores than the kernel has store sites.
 
 Store sites are counted in the kernel's own Triton IR (TTIR, after inlining and constant folding):
 every tt.store, plus every inline asm whose text stores to global memory (st.global). Each site
@@ -699,7 +700,10 @@ class _Server:
             raise _ServerLost(str(exc)) from exc
         if not line:
             raise _ServerLost(f"exit code {self.proc.poll()}")
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError as exc:
+            raise _ServerLost(f"answered {line[:80]!r}") from exc
         command = [self.python, str(Path(__file__).resolve()), *args]
         if answer["timed_out"]:
             raise subprocess.TimeoutExpired(command, timeout, answer["stdout"], answer["stderr"])
@@ -718,14 +722,18 @@ class _Server:
 class CompileServers:
     """Compile servers, one per calling thread for the python it asks for (a thread that moves on to another
     python closes its last one: ask for the compiles of one python together). A server that is lost leaves
-    its compile to a process of its own (run_script without servers). A context manager: closes them all."""
+    its compile, and every later one of its python, to a process started afresh (run_script without servers).
+    A context manager: closes them all."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._local = threading.local()
         self._all = []
+        self._lost = set()  # the pythons whose server was lost: their compiles start afresh from then on
 
     def run(self, args, timeout, python=sys.executable):
+        if str(python) in self._lost:
+            return run_script(args, timeout, python=python)
         server = getattr(self._local, "server", None)
         if server is None or server.python != str(python):
             if server is not None:
@@ -738,6 +746,8 @@ class CompileServers:
         except _ServerLost:
             server.close()
             self._local.server = None
+            with self._lock:
+                self._lost.add(str(python))
             return run_script(args, timeout, python=python)
 
     def close(self):
@@ -774,6 +784,9 @@ def serve():
     fresh Triton cache, the memory cap, its stdout and stderr its own; killed (with what it started) after its
     timeout. Ends at the end of its input."""
     import importlib
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # nothing but the answers goes to the client (not what an import prints either)
     for name in SERVER_IMPORTS:
         try:
             importlib.import_module(name)
@@ -787,9 +800,6 @@ def serve():
                 triton_key()
             except Exception:
                 pass
-    replies = os.fdopen(os.dup(1), "w")
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)  # nothing but the answers goes to the client
     for line in sys.stdin:
         request = json.loads(line)
         with tempfile.TemporaryDirectory(prefix="compile-matrix-") as workdir:
