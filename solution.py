@@ -2481,7 +2481,7 @@ class _Device:
         for proof in PROOFS:
             if proof in self.unjudged:
                 continue
-            scope = _proof_scope(proof, self, key, specialization, found)
+            scope = _proof_scope(proof, self, key, specialization)
             if scope is None or (proof, scope) in self.proven:
                 continue
             verdict = _PROOF_RUNS[proof](self, key, found, args)
@@ -2554,7 +2554,7 @@ def _ordering_pairs(plan, device):
                       torch.empty(16, dtype=torch.int32, device=device)))]
 
 
-def _proof_scope(proof, device, key, specialization, found):
+def _proof_scope(proof, device, key, specialization):
     """What one pass of a proof proves for a call, the key of device.proven; None where the proof has nothing to
     prove on this rung (the ordering, where it relies on none)."""
     if proof == "ordering":
@@ -2665,7 +2665,7 @@ def _witness_verdict(device, key, found, args):
                                 f"as the host expects")
     # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the group read back.
     fresh = {"x_ptr": _same_layout(args[0]), "grad_y_ptr": _same_layout(args[1])}
-    make, make_args = pairs[0]
+    make = pairs[0][0]
     make.kernel[make.grid](*({**named, **fresh}[name] for name in make.signature), **make.constexprs, **make.options)
     (t0, h0), (t1, h1) = members[0][0], members[-1][0]
     read = [part[t0:t1 + 1, h0:h1 + 1].cpu().flatten().tolist()

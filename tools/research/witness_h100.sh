@@ -18,22 +18,28 @@ set -uo pipefail
 part=${1:?usage: witness_h100.sh a|b|c|f|p}
 case $part in a|b|c|f|p) ;; *) echo "unknown part $part: expected a, b, c, f or p"; exit 2 ;; esac
 . tools/research/records.sh
+strict_checks() {  # the automatic route and the portable copy, strict
+  run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
+  run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
+}
+faults() {  # the fused kernel's own barrier call removed three times, the helper's barrier removed, later tiles
+  for i in 1 2 3; do
+    run "check-fused-barrier-call-$i" python3 check.py --strict --seeds 1 \
+      --solution copies/fault_fused_barrier_call.py --json "$(J "check-fused-barrier-call-$i")"; done
+  run check-slot-barrier-removed python3 check.py --strict --seeds 1 --solution copies/fault_slot_barrier_removed.py \
+    --json "$(J check-slot-barrier-removed)"
+  run check-later-tiles python3 check.py --strict --seeds 1 --solution copies/fault_later_tiles.py \
+    --json "$(J check-later-tiles)"
+}
 case $part in
   a)
     run race-fused-barrier-call python3 tools/research/race_runs.py copies/fault_fused_barrier_call.py
     run race-fused-barrier-call-16-runs python3 tools/research/race_runs.py copies/fault_fused_barrier_call.py \
       --runs 16 --processes 5
-    for i in 1 2 3; do
-      run "check-fused-barrier-call-$i" python3 check.py --strict --seeds 1 \
-        --solution copies/fault_fused_barrier_call.py --json "$(J "check-fused-barrier-call-$i")"; done
-    run check-slot-barrier-removed python3 check.py --strict --seeds 1 --solution copies/fault_slot_barrier_removed.py \
-      --json "$(J check-slot-barrier-removed)"
-    run check-later-tiles python3 check.py --strict --seeds 1 --solution copies/fault_later_tiles.py \
-      --json "$(J check-later-tiles)"
+    faults
     run check-real-values python3 check.py --strict --seeds 1 --solution copies/fault_real_values.py \
       --json "$(J check-real-values)"
-    run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
-    run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)" ;;
+    strict_checks ;;
   b)
     run race-fused-barrier-call python3 tools/research/race_runs.py copies/fault_fused_barrier_call.py
     run cold-start-auto python3 tools/cold_start.py --runs 3
@@ -47,20 +53,12 @@ case $part in
     run cold-start-release-b095d56-portable python3 tools/cold_start.py --runs 3 --solution .lab/release_b095d56_portable.py
     run cold-start-portable-again python3 tools/cold_start.py --runs 3 --solution copies/portable.py ;;
   f)
-    run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
-    run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
-    for i in 1 2 3; do
-      run "check-fused-barrier-call-$i" python3 check.py --strict --seeds 1 \
-        --solution copies/fault_fused_barrier_call.py --json "$(J "check-fused-barrier-call-$i")"; done
-    run check-slot-barrier-removed python3 check.py --strict --seeds 1 --solution copies/fault_slot_barrier_removed.py \
-      --json "$(J check-slot-barrier-removed)"
-    run check-later-tiles python3 check.py --strict --seeds 1 --solution copies/fault_later_tiles.py \
-      --json "$(J check-later-tiles)"
+    strict_checks
+    faults
     run cold-start-auto python3 tools/cold_start.py --runs 3
     run cold-start-release-b095d56 python3 tools/cold_start.py --runs 3 --solution .lab/release_b095d56.py ;;
   p)
-    run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
-    run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
+    strict_checks
     run check-later-tiles python3 check.py --strict --seeds 1 --solution copies/fault_later_tiles.py \
       --json "$(J check-later-tiles)" ;;
 esac
