@@ -1,0 +1,46 @@
+"""tools/research/dram_bytes.py reads DRAM bytes per call from Nsight Compute's CSV: each call's kernels summed, in
+launch order, thousands separators read, the units row skipped, and a profile that lists other kernels than the calls
+launched refused. The profile itself needs a GPU; its parsing is checked here on a profile's text."""
+import importlib.util
+import json
+
+import pytest
+
+import harness
+
+spec = importlib.util.spec_from_file_location("dram_bytes", harness.ROOT / "tools" / "research" / "dram_bytes.py")
+dram_bytes = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dram_bytes)
+
+HEADER = '"ID","Process ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum"'
+UNITS = '"","","","byte","byte","nsecond"'
+
+
+def _manifest(shape, route, kernels):
+    return "MANIFEST " + json.dumps({"shape": shape, "route": route, "solution": "s.py", "label": route,
+                                     "kernels": kernels})
+
+
+def _row(i, name, read, written, ns):
+    return f'"{i}","1","{name}","{read}","{written}","{ns}"'
+
+
+def test_each_calls_kernels_are_summed_in_launch_order():
+    stdout = "\n".join([
+        _manifest("8192x4096", "nvidia", 1), _manifest("8192x4096", "plain", 2),
+        "==PROF== some line of ncu's", HEADER, UNITS,
+        _row(0, "_silu_mul_quant_kernel", "201,545,472", "78,300,000", "138,600"),
+        _row(1, "_grad_rows_kernel", "200,000,000", "70,000,000", "100,000"),
+        _row(2, "_y_columns_kernel", "135,600,000", "12,700,000", "121,600")])
+    first, second = dram_bytes.records_from(stdout)
+    assert (first["route"], first["read_mb"], first["written_mb"], first["kernel_us"]) == ("nvidia", 201.55, 78.3,
+                                                                                           138.6)
+    assert (second["route"], second["read_mb"], second["written_mb"], second["kernel_us"]) == ("plain", 335.6,
+                                                                                               82.7, 221.6)
+    assert second["kernel_names"] == ["_grad_rows_kernel", "_y_columns_kernel"]
+
+
+def test_a_profile_with_other_kernels_than_the_calls_is_refused():
+    stdout = "\n".join([_manifest("8192x4096", "plain", 2), HEADER, UNITS, _row(0, "_grad_rows_kernel", "1", "1", "1")])
+    with pytest.raises(ValueError, match="lists 1 kernels, the calls launched 2"):
+        dram_bytes.records_from(stdout)
