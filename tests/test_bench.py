@@ -42,7 +42,7 @@ def test_a_route_is_refused_unless_the_solution_has_it(capsys):
 def test_valid_arguments_without_a_gpu_exit_2_with_a_message(capsys, monkeypatch):
     monkeypatch.setenv(harness.ROUTE_ENV, "")  # recorded, so a --route that main sets is undone
     monkeypatch.delenv(harness.ROUTE_ENV)
-    assert bench.main(["--repeat", "3", "--route", "generic"]) == 2
+    assert bench.main(["--repeat", "3", "--route", "generic_per_element"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench.py: error: timing needs a CUDA GPU") and err.count("\n") == 1
 

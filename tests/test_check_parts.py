@@ -39,7 +39,7 @@ def test_a_report_of_no_runs_never_passes(capsys):
            "checks": {name: {"where": "", "problems": []} for name in check.NAMED_CHECKS}, **harness.no_totals()}
     args = argparse.Namespace(strict=False, seeds=0, families=["randn"], json=None, solution="solution.py")
     static = {name: [] for name in check.STATIC_CHECKS}
-    assert check.report(args, {}, "cpu", "generic", static, [row], set()) == 1
+    assert check.report(args, {}, "cpu", "generic_per_element", static, [row], set()) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "FAILED: nothing was checked (0 runs)"
 
 

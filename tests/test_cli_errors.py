@@ -127,7 +127,7 @@ def test_a_route_the_solution_does_not_have_is_one_line_naming_its_routes(tool, 
 
 
 def test_a_baseline_route_without_a_baseline_is_refused():
-    assert_one_line_error(run("bench.py", "--baseline-route", "generic"), "bench.py", 2,
+    assert_one_line_error(run("bench.py", "--baseline-route", "generic_per_element"), "bench.py", 2,
                           "argument --baseline-route: there is no --baseline")
 
 

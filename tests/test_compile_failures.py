@@ -49,7 +49,7 @@ def test_a_binary_that_does_not_load_leaves_the_rung_with_a_warning(monkeypatch)
     with pytest.warns(RuntimeWarning) as warned:
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
     left = [str(w.message) for w in warned if "left the" in str(w.message)]
-    assert len(left) == 2 and all("its main kernel does not load (OutOfResources: out of resource: shared memory, "
+    assert len(left) == 1 and all("its main kernel does not load (OutOfResources: out of resource: shared memory, "
                                   "Required: 300000, Hardware limit: 232448" in why for why in left), left
     assert solution.route_for("cpu") == "plain"
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
@@ -63,7 +63,7 @@ def test_a_kernel_failure_inside_the_child_compile_leaves_the_rung(monkeypatch):
         if launch.name == "main":
             raise solution.KernelFailure("kills its compiler", "the compiling process died of signal 6 (SIGABRT)")
     monkeypatch.setattr(solution, "_compile", dies)
-    with pytest.warns(RuntimeWarning, match="left the generic route on this interpreter device: its main kernel "
+    with pytest.warns(RuntimeWarning, match="left the generic_per_element route on this interpreter device: its main kernel "
                                             r"kills its compiler \(the compiling process died of signal 6"):
         solution.silu_dot_fwd_bwd_quant_fuse(*harness.make_inputs(128, 128, seed=1), *harness.new_outputs(128, 128))
     assert solution.route_for("cpu") == "plain"
@@ -77,7 +77,7 @@ _CHILD_COMPILES = textwrap.dedent("""
     target = GPUTarget("hip", "gfx942", 64)
     M = H = 128
     tensors = {{"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32}}
-    for route in ("generic", "nvidia"):
+    for route in ("generic_per_element", "nvidia"):
         launch = solution.launch_plan("amd", M, H, route=route, arch=90)["main"]
         args = tuple(torch.zeros(M * H * 2, dtype=tensors[kind]) if kind in tensors else M
                      for name, kind in solution.KERNEL_ARGUMENTS if name in launch.signature)
@@ -86,7 +86,7 @@ _CHILD_COMPILES = textwrap.dedent("""
             print(route, "compiled", flush=True)
         except solution.KernelFailure as exc:
             print(route, exc.what, "|", exc.why, flush=True)
-    launches = [(solution.launch_plan("amd", M, H, route=route, arch=90)["main"], args) for route in ("generic", "nvidia")]
+    launches = [(solution.launch_plan("amd", M, H, route=route, arch=90)["main"], args) for route in ("generic_per_element", "nvidia")]
     try:  # both at once: the one that died is named
         solution._compile_in_children(launches, target, 0, torch.zeros(128))
     except solution.KernelFailure as exc:
@@ -98,7 +98,7 @@ _CHILD_COMPILES = textwrap.dedent("""
 def test_a_compiler_that_kills_its_process_kills_only_the_child():
     """A real crash, no mock: the nvidia route's inline PTX compiled for AMD makes LLVM abort ("couldn't
     allocate output register for constraint 'r'"). Compiled in a child, it costs that kernel (the canary, a
-    trivial kernel compiled in a second child, lives), and the generic route's kernel compiles there as it
+    trivial kernel compiled in a second child, lives), and the generic_per_element route's kernel compiles there as it
     would here. Not under the interpreter: a process of its own."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(ROOT / ".pytest_cache" / "triton-child-compile")
@@ -106,7 +106,7 @@ def test_a_compiler_that_kills_its_process_kills_only_the_child():
                             capture_output=True, text=True, timeout=600)
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and lines[-1] == "parent alive", (result.stdout, result.stderr[-2000:])
-    assert lines[0] == "generic compiled", lines
+    assert lines[0] == "generic_per_element compiled", lines
     assert lines[1].startswith("nvidia kills its compiler | the compiling process "), lines
     assert lines[2] == "together: True kills its compiler", lines
 

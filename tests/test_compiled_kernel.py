@@ -62,7 +62,7 @@ def test_the_ablation_compiles_every_composition_of_the_rung():
 
 def test_bad_arguments_are_one_line_each():
     for args, words in ((["--route", "plain"], "invalid choice"),
-                        (["--route", "generic", "--ieee", "division"], "its arithmetic is fixed"),
+                        (["--route", "generic_per_element", "--ieee", "division"], "its arithmetic is fixed"),
                         (["--route", "native", "--ieee", "sigmoid"], "not a composition of the native route"),
                         (["--ablation", "--ieee", "division"], "no --ieee, --settings or --dump"),
                         (["--settings", "{bad"], "expected a JSON object of"),

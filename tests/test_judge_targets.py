@@ -21,7 +21,7 @@ def test_the_judge_chips_are_the_competitions():
 
 
 def fake_backend(**fields):
-    defaults = dict(name="fake", device_type="cuda", targets=("cuda",), routes=("generic",), warp_size=32,
+    defaults = dict(name="fake", device_type="cuda", targets=("cuda",), routes=("generic_per_element",), warp_size=32,
                     max_threads=1024, options=(), max_grid=(2**31 - 1, 65535, 65535), triton="3.6")
     return SimpleNamespace(**{**defaults, **fields})
 
@@ -122,8 +122,8 @@ def test_a_shape_the_plan_refuses_is_reported_not_dropped():
         return {"main": fake_launch()}
     solution = SimpleNamespace(BACKENDS={"ascend": fake_backend(name="ascend")}, launch_plan=launch_plan)
     jobs, refused = judge_targets.plan_row(solution, row_index, [("a", 128, 128), ("b", 4096, 128)])
-    assert len(jobs) == 1 and refused == ["the generic route's launch_plan raised ValueError: too many programs "
-                                          "(1 shapes, first b)"]
+    assert len(jobs) == 1 and refused == ["the generic_per_element route's launch_plan raised ValueError: too many "
+                                          "programs (1 shapes, first b)"]
 
 
 def test_inline_asm_is_held_against_every_chip_but_nvidia():

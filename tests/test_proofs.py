@@ -27,14 +27,14 @@ pytestmark = pytest.mark.skipif(not solution._INTERPRET, reason="the proofs run 
 FUSED = [r for r in solution.ROUTES if not solution.ROUTE_TABLE[r].two_pass]
 # copy: (shape, the rungs left in order, the output, the kernel that wrote it, the rung whose bytes it gives)
 FAULTS = {
-    "fault_fused_y_swapped.py": ((128, 256), ["generic", "generic_per_element"], "y_q_t", "main", "plain"),
-    "fault_grad_scale_neighbour.py": ((128, 256), ["plain"], "grad_input_s", "grad", "generic"),
-    "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "y", "generic"),
-    # Faults that only real values show (gates in (-3, -1), on the table rung): values chosen for their known outputs
+    "fault_fused_y_swapped.py": ((128, 256), ["generic_per_element"], "y_q_t", "main", "plain"),
+    "fault_grad_scale_neighbour.py": ((128, 256), ["plain"], "grad_input_s", "grad", "generic_per_element"),
+    "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "y", "generic_per_element"),
+    # Faults that only real values show (gates in (-3, -1), in the fused kernel): values chosen for their known outputs
     # would not show them, nor would a region that stops at the first token group or the first 512 channels.
-    "fault_real_values.py": ((128, 256), ["generic"], None, "main", "generic_per_element"),
-    "fault_later_tokens.py": ((256, 128), ["generic"], None, "main", "generic_per_element"),
-    "fault_later_channels.py": ((128, 640), ["generic"], None, "main", "generic_per_element"),
+    "fault_real_values.py": ((128, 256), ["generic_per_element"], None, "main", "plain"),
+    "fault_later_tokens.py": ((256, 128), ["generic_per_element"], None, "main", "plain"),
+    "fault_later_channels.py": ((128, 640), ["generic_per_element"], None, "main", "plain"),
 }
 
 
@@ -64,7 +64,7 @@ def _forced_bytes(copy, route, x, gy, monkeypatch):
     return _bytes(out)
 
 
-def _witness_buffers(M, H, route="generic"):
+def _witness_buffers(M, H, route="generic_per_element"):
     """The witness's x and grad_y written over M x H by its input kernel, and the outputs it poisoned."""
     x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
     gy = torch.empty(M, H, dtype=torch.bfloat16)
@@ -124,7 +124,8 @@ def test_a_race_leaves_every_fused_rung_at_once_and_the_two_pass_rungs_bytes_com
     x, gy, out, said = _first_call(copy)
     fused_here = [r for r in copy.BACKENDS["interpreter"].routes if r in FUSED]
     assert len(said) == 1, said
-    assert said[0].startswith(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(fused_here)} routes on this "
+    routes = "routes" if len(fused_here) > 1 else "route"
+    assert said[0].startswith(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(fused_here)} {routes} on this "
                               f"interpreter device: {mechanism_words}"), said[0]
     assert "a race" in said[0] and "every rung relying on the slot barrier" in said[0]
     assert said[0].endswith("; taking the plain route")
@@ -138,12 +139,12 @@ def test_a_race_leaves_every_fused_rung_at_once_and_the_two_pass_rungs_bytes_com
 def test_a_forced_fused_route_that_races_raises_one_line(solution_copy_dir):
     copy = harness.load_solution(solution_copy_dir / "fault_ordering_check.py", name="proofs_forced_ordering")
     x, gy = harness.make_inputs(128, 128, seed=1)
-    with harness.route_forced("generic"), pytest.raises(RuntimeError) as raised:
+    with harness.route_forced("generic_per_element"), pytest.raises(RuntimeError) as raised:
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
     message = str(raised.value)
     assert "\n" not in message and message.startswith(
-        "silu_dot_fwd_bwd_quant_fuse: the generic route, the last one left on this interpreter device, cannot run: its "
-        "ordering check found ")
+        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one left on this interpreter device, "
+        "cannot run: its ordering check found ")
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
@@ -167,7 +168,7 @@ def test_a_later_fault_is_absent_where_its_place_is(name, shape, solution_copy_d
     """The copies are what their names say: within the first token group, or the first 512 channels, they are right."""
     copy = harness.load_solution(solution_copy_dir / name, name=f"absent_{name[:-3]}")
     x, gy, out, said = _first_call(copy, *shape)
-    assert said == [] and copy.route_for("cpu") == "generic"
+    assert said == [] and copy.route_for("cpu") == "generic_per_element"
 
 
 def test_the_faults_are_of_different_kinds():
@@ -189,8 +190,9 @@ def test_a_fault_in_the_witness_expectations_costs_no_rung(solution_copy_dir):
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its expectation "
         "of y_q_t[") and ", where its arbiter computes " in said[0], said
-    assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
-    assert dict(copy.ladder_for("cpu"))["generic"].startswith("taken (unproven by the witness: it cannot judge ")
+    assert copy.route_for("cpu") == "generic_per_element" and not copy._devices[-1].left
+    assert dict(copy.ladder_for("cpu"))["generic_per_element"].startswith(
+        "taken (unproven by the witness: it cannot judge ")
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
@@ -207,7 +209,7 @@ def test_a_witness_input_the_device_wrote_wrong_costs_no_rung(monkeypatch):
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its input "
         "kernel wrote (gate, up, grad_y) ("), said
-    assert solution.route_for("cpu") == "generic"
+    assert solution.route_for("cpu") == "generic_per_element"
 
 
 def test_a_check_kernel_that_expects_wrong_costs_no_rung(monkeypatch):
@@ -227,13 +229,13 @@ def test_a_check_kernel_that_expects_wrong_costs_no_rung(monkeypatch):
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its check "
         "kernel found grad_input_q[") and said[0].endswith(
-        "as the host expects): the generic route and every later one run unproven by it"), said
-    assert solution.route_for("cpu") == "generic" and not solution._devices[-1].left
+        "as the host expects): the generic_per_element route and every later one run unproven by it"), said
+    assert solution.route_for("cpu") == "generic_per_element" and not solution._devices[-1].left
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
 def test_the_input_kernel_lays_its_host_twin_over_the_call_and_poisons_outputs_and_slots():
-    for route in ("generic", "tolerant"):
+    for route in ("generic_per_element", "tolerant"):
         M, H = 256, 256
         x, gy, out, scratch = _witness_buffers(M, H, route)
         finite_only = route == "tolerant"
@@ -295,7 +297,7 @@ def test_the_expectations_are_the_references_outputs_at_every_place(finite_only)
     where the GPU's multiplies by fp32(1/127), as the kernels and the expectations do: its scales within one fp32
     ulp, its int8 within one step."""
     M, H = 256, 256
-    x, gy, _, _ = _witness_buffers(M, H, "tolerant" if finite_only else "generic")
+    x, gy, _, _ = _witness_buffers(M, H, "tolerant" if finite_only else "generic_per_element")
     expected = solution._witness_expected(solution.WITNESS_CHANNELS, finite_only, _table())
     differing = 0
     for output, values in zip(solution.WITNESS_OUTPUTS, harness.run_reference(x, gy)):
@@ -324,7 +326,7 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
     with harness.route_forced("plain"):
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *good)
     device = solution._devices[-1]
-    check = solution.witness_plan("interpreter", M, H, route="generic")["witness_check"]
+    check = solution.witness_plan("interpreter", M, H, route="generic_per_element")["witness_check"]
     assert programs is None or check.grid[0] == programs
     _, on_device = solution._witness_expectations(device, False)
 
@@ -412,34 +414,34 @@ def test_an_ordering_check_that_does_not_compile_costs_the_proof_not_the_rung(mo
     x, gy, out, said = _first_call(solution, family="randn")
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the ordering cannot judge the kernels on this interpreter device (its ordering "
-        "kernel does not compile (RuntimeError: PassManager::run failed)): the generic route"), said
-    assert solution.route_for("cpu") == "generic" and not solution._devices[-1].left
+        "kernel does not compile (RuntimeError: PassManager::run failed)): the generic_per_element route"), said
+    assert solution.route_for("cpu") == "generic_per_element" and not solution._devices[-1].left
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
 def test_a_forced_route_whose_witness_fails_raises_one_line(solution_copy_dir):
     copy = harness.load_solution(solution_copy_dir / "fault_fused_y_swapped.py", name="forced_fused_y_swapped")
     x, gy = harness.make_inputs(128, 128, seed=1)
-    with harness.route_forced("generic"), pytest.raises(RuntimeError) as raised:
+    with harness.route_forced("generic_per_element"), pytest.raises(RuntimeError) as raised:
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
     message = str(raised.value)
     assert "\n" not in message and message.startswith(
-        "silu_dot_fwd_bwd_quant_fuse: the generic route, the last one left on this interpreter device, cannot run: "
-        "its witness found ") and "in y_q_t on real values, written by its main kernel" in message
+        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one left on this interpreter device, "
+        "cannot run: its witness found ") and "in y_q_t on real values, written by its main kernel" in message
 
 
 def test_check_refuses_a_forced_route_whose_witness_fails_in_one_line(solution_copy_dir):
     """check.py (and bench.py, which needs a GPU: its records under results/) print the first call's error as one
     line and exit 1 (harness.cannot_run, shared by both)."""
     proc = subprocess.run([sys.executable, str(harness.ROOT / "check.py"), "--solution",
-                           str(solution_copy_dir / "fault_fused_y_swapped.py"), "--route", "generic", "--shapes",
-                           "128x128", "--seeds", "1", "--families", "randn"], capture_output=True, text=True,
+                           str(solution_copy_dir / "fault_fused_y_swapped.py"), "--route", "generic_per_element",
+                           "--shapes", "128x128", "--seeds", "1", "--families", "randn"], capture_output=True, text=True,
                           cwd=harness.ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, proc.stdout + proc.stderr
-    assert lines[0].startswith("check.py: error: the solution's forced route generic cannot run here: its first call "
-                               "raised RuntimeError: silu_dot_fwd_bwd_quant_fuse: the generic route, the last one left "
-                               "on this interpreter device, cannot run: its witness found "), lines[0]
+    assert lines[0].startswith("check.py: error: the solution's forced route generic_per_element cannot run here: its "
+                               "first call raised RuntimeError: silu_dot_fwd_bwd_quant_fuse: the generic_per_element "
+                               "route, the last one left on this interpreter device, cannot run: its witness found "), lines[0]
 
 
 def test_a_shape_not_yet_proven_refuses_graph_capture_in_one_line(monkeypatch):
@@ -466,7 +468,7 @@ def test_a_shape_not_yet_proven_refuses_graph_capture_in_one_line(monkeypatch):
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(256, 128))
 
 
-@pytest.mark.parametrize("route", ["generic", "plain", "tolerant"])
+@pytest.mark.parametrize("route", ["generic_per_element", "plain", "tolerant"])
 def test_the_first_call_with_its_witness_runs_no_pytorch_compute(route, monkeypatch):
     monkeypatch.setattr(solution, "_devices", {})
     x, gy = harness.make_inputs(128, 256, seed=4)

@@ -148,7 +148,7 @@ def test_other_routes_take_their_records_threads_within_the_backends_and_no_regi
             assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
             assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk), (name, route)
     assert solution.launch_settings("metax", 2048, 4096, route="native_per_element").num_warps * 64 == 512
-    assert solution.launch_settings("nvidia", 2048, 4096, route="generic").maxnreg is None
+    assert solution.launch_settings("nvidia", 2048, 4096, route="generic_per_element").maxnreg is None
     with pytest.raises(ValueError, match="unknown route 'cuda'"):
         solution.launch_settings("nvidia", 128, 128, route="cuda")
 
@@ -194,8 +194,8 @@ def test_a_probed_route_compiles_each_feature_ieee_alone_and_all_together():
             assert sum(ieee[name].constexprs[c] for c in solution.IEEE_FEATURES.values()) == 1
         # the per-element sigmoid in its IEEE form reads three entries of the table: it is filled then only
         assert ("sigmoid_table" in ieee) is (feature == "sigmoid") and "sigmoid_table" not in plain
-        generic = solution.launch_plan("nvidia", 2048, 4096, route="generic")["main"].constexprs
-        assert generic[constexpr] is True
+        every_ieee = solution.launch_plan("nvidia", 2048, 4096, route="generic_per_element")["main"].constexprs
+        assert every_ieee[constexpr] is True
 
 
 @pytest.mark.parametrize("failed, ieee, turned", [
@@ -305,16 +305,16 @@ def test_resident_programs_is_none_where_nothing_tells():
 
 
 def test_every_ladder_drops_one_feature_at_a_time():
-    """native + table, native per element, IEEE + table, IEEE per element, then two-pass: native, IEEE (plain),
-    tolerant: a rung below another never has a feature the one above lacks, but a two-pass rung below a fused one
-    (nvidia's own rungs on top, Ascend's routes apart)."""
+    """native + table, native per element, IEEE per element, then two-pass: native, IEEE (plain), tolerant: a rung
+    below another never has a feature the one above lacks, but a two-pass rung below a fused one (nvidia's own rungs
+    on top, Ascend's routes apart)."""
     order = ("exact", "native_math", "sigmoid_table")
     for name, backend in solution.BACKENDS.items():
         if name in ("ascend", "interpreter"):
             continue
         portable = [r for r in backend.routes if not solution.ROUTE_TABLE[r].ptx]
-        assert portable == ["native", "native_per_element", "generic", "generic_per_element", "native_two_pass",
-                            "plain", "tolerant"], name
+        assert portable == ["native", "native_per_element", "generic_per_element", "native_two_pass", "plain",
+                            "tolerant"], name
         for above, below in zip(portable, portable[1:]):
             a, b = solution.ROUTE_TABLE[above], solution.ROUTE_TABLE[below]
             assert [getattr(b, f) for f in order] < [getattr(a, f) for f in order] or (b.two_pass and not a.two_pass), (
@@ -365,8 +365,8 @@ def test_the_computed_sigmoid_of_triton_without_gather_matches_too(monkeypatch):
     solution.launch(x, gy, *out)
     assert solution.route_for("cpu") == "generic_per_element"  # the table rungs are left out of the ladder
     assert harness.compare(out, ref)["passed"]
-    _force_route(monkeypatch, "generic")
-    with pytest.raises(ValueError, match="SILU_DOT_ROUTE=generic needs tl.gather"):
+    _force_route(monkeypatch, "native")
+    with pytest.raises(ValueError, match="SILU_DOT_ROUTE=native needs tl.gather"):
         solution.launch(x, gy, *out)
 
 
@@ -467,7 +467,7 @@ def test_loads_a_slice_ahead_write_the_same_bytes(index_64, monkeypatch):
 def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
     check = solution._check_inputs
     monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True))
-    assert _same_bytes_as_the_default_launch(monkeypatch, "generic") == [0, 0, 0, 0]
+    assert _same_bytes_as_the_default_launch(monkeypatch, "generic_per_element") == [0, 0, 0, 0]
     [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.constexprs["INDEX_64"] is True
 

@@ -41,7 +41,7 @@ def test_the_fault_turns_its_feature_alone_ieee(name, copies, monkeypatch):
     portable_interpreter(monkeypatch, copy)
     x, gy = harness.make_inputs(128, 128, seed=5, family="specials")
     ieee = harness.new_outputs(128, 128)
-    with harness.route_forced("generic" if route == "native" else "generic_per_element"):
+    with harness.route_forced("generic_per_element"):
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *ieee)
     monkeypatch.setattr(copy, "_devices", {})  # a fresh device, the route left to its ladder
     out = harness.new_outputs(128, 128)
@@ -51,6 +51,7 @@ def test_the_fault_turns_its_feature_alone_ieee(name, copies, monkeypatch):
     assert copy.route_for("cpu") == route
     taken = dict(copy.ladder_for("cpu"))[route]
     assert taken.count("in its IEEE form:") == 1 and f"({feature} in its IEEE form:" in taken
-    assert all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(out, ieee)), \
+    # A NaN scale's payload may differ between the table rung and the per-element one: any NaN equals any NaN.
+    assert [harness.differing_bytes(a, b) for a, b in zip(out, ieee)] == [0, 0, 0, 0], \
         "the composition's bytes differ from the IEEE rung's"
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]

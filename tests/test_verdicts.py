@@ -75,7 +75,7 @@ def test_the_json_verdict_holds_the_printed_line_and_which_checks_failed_where(t
     args = argparse.Namespace(**{**vars(args_of(strict=True)), "json": str(tmp_path / "report.json")})
     static = {"single_file": [], "numerics": [SLASH]}
     rows = [row_of("a", ["judge"]), row_of("b"), row_of("c", ["judge", "replay"])]
-    assert check.report(args, {}, "cpu", {"taken": "generic", "ladder": []}, static, rows, set()) == 1
+    assert check.report(args, {}, "cpu", {"taken": "generic_per_element", "ladder": []}, static, rows, set()) == 1
     printed = capsys.readouterr().out.splitlines()[-1]
     assert printed == f"FAILED: static numerics ({SLASH}); judge on 2/3 shapes, replay on 1/3"
     record = json.loads((tmp_path / "report.json").read_text())

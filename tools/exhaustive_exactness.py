@@ -4,7 +4,7 @@ The quantizer runs in every form a rung takes (QUANTIZER_FORMS, section 1); the 
 variant: the native arithmetic with the nvidia route's PTX (CUDA_ARCH
 = this GPU's) and with its tl twin (CUDA_ARCH = 0, the native rungs, which the probe proves on each
 device), the tl twin with the sigmoid in its IEEE form (a native rung whose probe found the division
-flushing), the IEEE arithmetic (every feature IEEE: the generic, plain and Ascend routes and the interpreter);
+flushing), the IEEE arithmetic (every feature IEEE: the generic_per_element, plain and Ascend routes and the interpreter);
 the sigmoid table gathered through shared memory (where this Triton has tl.gather) and computed per
 element; the sigmoid's division in each variant's form (PTX div.rn.f32, tl.math.div_rn,
 reciprocal_keeping_subnormals, and per element in the IEEE form div_rn with the three subnormal values read
@@ -58,7 +58,7 @@ QUANTIZER_FORMS = (("PTX", None, False, False), ("tl twin", 0, False, False),
                    ("tl twin, division IEEE", 0, True, False), ("tl twin, int8 IEEE", 0, False, True),
                    ("IEEE", 0, True, True))
 # Whether this Triton has the table routes (tl.gather): the table variants run only where it does.
-TABLE = solution.route_available("generic")
+TABLE = solution.route_available("native")
 LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
 LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 

@@ -106,7 +106,7 @@ def main():
         if a.ieee or a.settings or a.dump:
             p.error("--ablation compiles every composition at the routes' own settings: no --ieee, --settings "
                     "or --dump with it")
-        ablation(a.route or [r for r in ("native", "native_per_element", "generic", "generic_per_element")
+        ablation(a.route or [r for r in ("native", "native_per_element", "generic_per_element")
                              if solution.route_available(r)])
         return
     if a.route and len(a.route) > 1:

@@ -37,9 +37,9 @@ or that show only under a race:
                                 (on a GPU a compiled kernel is launched directly after its first launch).
   fault_ordering_check.py       the ordering check's program 1 expects the next round's values: it reports a
                                 violation where there is none, and every rung relying on the ordering is left.
-  fault_real_values.py          the fused kernel's grad and y math (not the probe's) scales the table's sigmoid by
-                                1 + 2**-7 for gates in (-3, -1); the witness should leave the table rungs that run it
-                                (the interpreter's generic, the H100's nvidia) and no other.
+  fault_real_values.py          the fused kernel's grad and y math (not the probe's) scales its sigmoid by 1 + 2**-7
+                                for gates in (-3, -1); the witness should leave the fused rungs that run it (the
+                                interpreter's generic_per_element, the H100's nvidia) and no other.
   fault_later_tokens.py         the same, only past the first token group (rows from 128 on).
   fault_later_channels.py       the same, only past the first 512 channels.
   fault_later_tiles.py          portable.py whose fused kernel scales y by 1 + 2**-7 for gates in (-3, -1), only in a
@@ -167,8 +167,8 @@ STRUCTURAL = {
     "fault_ordering_check.py": (
         [("            expected = _ordering_value(program, r, local[None, :], h[:, None])\n",
           "            expected = _ordering_value(program, r + (program == 1), local[None, :], h[:, None])\n", 1)], ""),
-    **{name: ([(SIGMOID_LOOKUP, SIGMOID_LOOKUP + "    if SIGMOID_TABLE:  # solution_copies.py: a fault only real values "
-                                                   "show\n        sig = tl.where((gate > -3.0) & (gate < -1.0)"
+    **{name: ([(SIGMOID_LOOKUP, SIGMOID_LOOKUP + "    # solution_copies.py: a fault only real values show\n"
+                                                   "    sig = tl.where((gate > -3.0) & (gate < -1.0)"
                                                    + where + ", sig * 1.0078125, sig)\n", 1)], "")
        for name, where in (("fault_real_values.py", ""), ("fault_later_tokens.py", " & (rows[:, None] >= 128)"),
                            ("fault_later_channels.py", " & (cols[None, :] >= 512)"))},

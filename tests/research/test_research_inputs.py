@@ -1,4 +1,5 @@
-"""The research runner's inputs: every variants file names routes and settings the solution has, and
+"""The research runner's inputs: every variants file names routes and settings the solution has (or had: a retired
+route), and
 division_bounds.py writes its two bounds from the fma-fault copy, or says in one line why it cannot."""
 import json
 import subprocess
@@ -11,6 +12,9 @@ import solution
 
 
 RESEARCH = harness.ROOT / "tools" / "research"
+# Routes that finished research timed and that the solution has since dropped (PERF_NOTES.md says when and why): a
+# variant naming one reruns only against a solution of that time (its "solution").
+RETIRED_ROUTES = {"generic"}
 
 
 @pytest.mark.parametrize("path", sorted(RESEARCH.glob("variants-*.json")), ids=lambda p: p.name)
@@ -19,7 +23,7 @@ def test_every_variant_names_a_route_and_settings_the_solution_has(path):
     for variant in json.loads(path.read_text()):
         fields = set(variant) - {"route", "solution"}
         assert fields <= settings_fields, (variant, fields - settings_fields)
-        assert variant.get("route", "nvidia") in solution.ROUTES, variant
+        assert variant.get("route", "nvidia") in solution.ROUTES + tuple(RETIRED_ROUTES), variant
         if fields:
             solution.LaunchSettings(**{k: variant[k] for k in fields})  # every field without a default given
 

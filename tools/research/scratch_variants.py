@@ -3,6 +3,8 @@ threads, slices, y rows), as sweep.py and dram_bytes.py take them ("solution" of
 
 Each copy is the solution's text with NVIDIA's ladder replaced by the portable one (solution_copies.PORTABLE) and
 one ROUTE_TABLE entry replaced; an mt_ copy also launches as Moore Threads does (solution_copies.MTHREADS_SETTINGS).
+The gen_ copies change `generic`, a route dropped since: they need a solution that has it (445d650's, which the
+records in results/scratch-bytes-2026-11-28/ ran).
 Usage: python tools/research/scratch_variants.py OUTDIR [--solution PATH]
 """
 import argparse
