@@ -5,6 +5,7 @@ every ladder it draws one of its BACKENDS', every speed names its baseline, ever
 before it is used, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's own parse_args
 judge their arguments, check.py's own verdict() and check_shape() (with the reference as the solution) its lines."""
 import contextlib
+import functools
 import inspect
 import io
 import json
@@ -13,6 +14,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -209,24 +211,30 @@ VERDICT_LINE = re.compile(r"PASSED: \d+/\d+ shapes, \d+ runs, seeds=\d+, familie
 GPU_RECORD = ROOT / "results/witness-h100-2026-11-27/triton36-final-87581ca/check-auto-triton36.txt"
 
 
-def verdict_line(argv, device):
-    """The PASSED line check.py prints for argv on device when every check passes, from check.py's own pieces: its
-    parse_args (the defaults), its default shape groups for the device, its check_shape's count of runs (one small
-    shape, with the reference as the solution: nothing compiles, and the count does not depend on the answers) and
-    its verdict()."""
-    args = check.parse_args(argv)
-    shapes = harness.expand_shape_args(args.shapes, check.DEFAULT_SHAPE_GROUPS[device])
+@functools.lru_cache(maxsize=None)
+def runs_a_shape(seeds, families):
+    """The runs check.py's check_shape counts on one shape: one small shape, with the reference as the solution
+    (nothing compiles, and the count does not depend on the answers)."""
     reference = harness.reference_fn()
     with warnings_ignored():
-        row, _ = check.check_shape(reference, reference, "128x128", 128, 128, args.seeds, args.families, "cpu")
+        row, _ = check.check_shape(reference, reference, "128x128", 128, 128, seeds, list(families), "cpu")
+    return row["runs"]
+
+
+def verdict_line(argv, device):
+    """The PASSED line check.py prints for argv on device when every check passes, from check.py's own pieces: its
+    parse_args (the defaults), its default shape groups for the device, its check_shape's count of runs a shape
+    (runs_a_shape) and its verdict()."""
+    args = check.parse_args(argv)
+    shapes = harness.expand_shape_args(args.shapes, check.DEFAULT_SHAPE_GROUPS[device])
+    runs = runs_a_shape(args.seeds, tuple(args.families))
     passed = {name: {"where": "", "problems": []} for name in check.NAMED_CHECKS}
-    rows = [{**row, "shape": label, "checks": passed} for label, _, _ in shapes]
+    rows = [{"shape": label, "runs": runs, "checks": passed} for label, _, _ in shapes]
     return check.verdict(args, {name: [] for name in check.STATIC_CHECKS}, rows, device)["line"]
 
 
 @contextlib.contextmanager
 def warnings_ignored():
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
