@@ -1,19 +1,28 @@
 """README.md kept true: every command it shows parses, every Triton it lists as run on a GPU has a record under
-results/ (and every such record is listed), its links lead to files, and it cites no tracker issue numbers.
-CPU only, no kernel runs: check.py's and bench.py's own parse_args judge their arguments."""
+results/ (and every such record is listed), its links lead to files, and it cites no tracker issue numbers; the
+verdict lines it shows are what check.py prints by default, every rung it names is one of the solution's ROUTES and
+every ladder it draws one of its BACKENDS', every speed names its baseline, every word of its glossary is defined
+before it is used, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's own parse_args
+judge their arguments, check.py's own verdict() and check_shape() (with the reference as the solution) its lines."""
 import contextlib
+import functools
+import inspect
 import io
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 import bench
 import check
+import harness
+import solution
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -161,9 +170,12 @@ def test_a_triton_listed_without_a_record_is_caught():
     assert claims - set(gpu_records()) == {("check.py", "H100", "2.9")}
 
 
-def test_the_readme_is_short_and_its_links_lead_to_files():
+def test_the_readme_is_short():
+    assert len(README.read_text().splitlines()) <= MAX_LINES
+
+
+def test_the_readme_links_lead_to_files():
     text = README.read_text()
-    assert len(text.splitlines()) <= MAX_LINES
     links = [link for link in re.findall(r"\]\(([^)#]+)\)", text) if "://" not in link]
     assert links and [link for link in links if not (ROOT / link).exists()] == []
 
@@ -189,3 +201,238 @@ def test_the_solutions_docstring_is_a_contract_and_a_map():
     for name, section in zip(mapped, sections):  # each map entry's words are in its section's title, in order
         assert all(word in section for word in name.replace(",", "").split()), (name, section)
     assert "SILU_DOT_ROUTE" in doc
+
+
+# ---------------------------------------------------------------- the verdict lines shown
+
+# check.py's passing verdict as the README quotes it (check.verdict's "line").
+VERDICT_LINE = re.compile(r"PASSED: \d+/\d+ shapes, \d+ runs, seeds=\d+, families=[\w,]+, strict=(?:True|False)")
+# A check.py run on a GPU, committed as it came back: its first line its command, its verdict among its last lines.
+GPU_RECORD = ROOT / "results/witness-h100-2026-11-27/triton36-final-87581ca/check-auto-triton36.txt"
+
+
+@functools.lru_cache(maxsize=None)
+def runs_a_shape(seeds, families):
+    """The runs check.py's check_shape counts on one shape: one small shape, with the reference as the solution
+    (nothing compiles, and the count does not depend on the answers)."""
+    reference = harness.reference_fn()
+    with warnings_ignored():
+        row, _ = check.check_shape(reference, reference, "128x128", 128, 128, seeds, list(families), "cpu")
+    return row["runs"]
+
+
+def verdict_line(argv, device):
+    """The PASSED line check.py prints for argv on device when every check passes, from check.py's own pieces: its
+    parse_args (the defaults), its default shape groups for the device, its check_shape's count of runs a shape
+    (runs_a_shape) and its verdict()."""
+    args = check.parse_args(argv)
+    shapes = harness.expand_shape_args(args.shapes, check.DEFAULT_SHAPE_GROUPS[device])
+    runs = runs_a_shape(args.seeds, tuple(args.families))
+    passed = {name: {"where": "", "problems": []} for name in check.NAMED_CHECKS}
+    rows = [{"shape": label, "runs": runs, "checks": passed} for label, _, _ in shapes]
+    return check.verdict(args, {name: [] for name in check.STATIC_CHECKS}, rows, device)["line"]
+
+
+@contextlib.contextmanager
+def warnings_ignored():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def verdict_problems(text):
+    """Where the check.py verdict lines a text shows differ from what check.py prints by default: without a GPU
+    (`python check.py`) and with one (`python check.py --strict`). Both must be shown, and no other."""
+    expected = {verdict_line([], "cpu"), verdict_line(["--strict"], "cuda")}
+    shown = set(VERDICT_LINE.findall(text))
+    return ([f"not shown: {line}" for line in sorted(expected - shown)]
+            + [f"not what check.py prints by default: {line}" for line in sorted(shown - expected)])
+
+
+def test_the_verdict_lines_shown_are_what_check_prints_by_default():
+    assert verdict_problems(README.read_text()) == []
+
+
+def test_the_verdict_line_is_derived_as_check_printed_it_on_a_gpu():
+    # The derivation against a real run: a record's command (its first line) and the verdict it printed.
+    lines = GPU_RECORD.read_text().splitlines()
+    argv = shlex.split(lines[0].lstrip("# "))[2:]
+    argv = argv[:argv.index("--json")] if "--json" in argv else argv
+    printed = [line for line in lines if line.startswith("PASSED: ")]
+    assert printed == [verdict_line(argv, "cuda")]
+
+
+def test_a_stale_verdict_line_is_caught():
+    text = README.read_text()
+    strict = verdict_line(["--strict"], "cuda")
+    stale = strict.replace("seeds=3", "seeds=1")
+    assert stale != strict and f"not what check.py prints by default: {stale}" in verdict_problems(
+        text.replace(strict, stale))
+
+
+# ---------------------------------------------------------------- rungs and ladders
+
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+# Lower-case identifiers in code spans that name no rung, beyond the names the code itself gives (checks, shape
+# groups, the call's parameters, the proofs): a Triton function, a compiler stage, pytest's words.
+NOT_RUNGS = {"div_rn", "hivmc", "failed", "error"}
+# In the output the README quotes: "route: R", "  R: taken", "  R: left: ...", "not tried, below it: R, S".
+ROUTE_LINE = re.compile(r"^\s*route(?: after the calls)?: (\w+)", re.M)
+LADDER_LINE = re.compile(r"^\s+(\w+): (?:taken|left)\b", re.M)
+BELOW_LINE = re.compile(r"not tried, below it: ([\w, ]+)")
+FORCED = re.compile(r"--(?:baseline-)?route[ =](\w+)")
+LADDER_CHAIN = re.compile(r"`\w+`(?:\s*→\s*`\w+`)+")
+
+
+def code_lines(text):
+    """The lines of the README's code blocks (4-space indented after a blank line, or fenced)."""
+    lines, fenced, block = [], False, False
+    previous = ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            lines.append(line)
+        else:
+            block = line.startswith("    ") and (block or not previous.strip())
+            if block:
+                lines.append(line)
+        previous = line
+    return lines
+
+
+def rung_names(text):
+    """Every name the README gives a rung: lower-case identifiers in code spans (less the code's other names and
+    NOT_RUNGS), the rungs in the tools' output it quotes, and every route its commands force. "R" is a placeholder."""
+    other = (set(check.CHECKS_BY_NAME) | set(harness.FAMILIES) | set(solution.PROOFS)
+             | {group for group in json.loads((ROOT / "shapes.json").read_text()) if not group.startswith("_")}
+             | set(inspect.signature(solution.silu_dot_fwd_bwd_quant_fuse).parameters) | NOT_RUNGS)
+    names = {span for span in CODE_SPAN.findall(text) if IDENTIFIER.fullmatch(span)} - other
+    output = "\n".join(code_lines(text))
+    names |= set(ROUTE_LINE.findall(output)) | set(LADDER_LINE.findall(output))
+    names |= {name.strip() for found in BELOW_LINE.findall(output) for name in found.split(",")}
+    names |= set(FORCED.findall(text))
+    return names - {"R"}
+
+
+def test_every_rung_the_readme_names_is_one_of_the_solutions_routes():
+    names = rung_names(README.read_text())
+    assert {"nvidia", "native", "native_per_element", "ascend_transposed", "tolerant"} <= names
+    assert sorted(names - set(solution.ROUTES)) == []
+
+
+def test_a_rung_that_is_no_route_is_caught():
+    text = ("`native_per_elem` first, `triton_only` a check, `randn` a family\n\n    route: amd\n"
+            "      amd: taken\n      not tried, below it: generic, plainer\n\n`python check.py --route nvidia2`\n")
+    assert rung_names(text) - set(solution.ROUTES) == {"native_per_elem", "amd", "plainer", "nvidia2"}
+
+
+def ladder_problems(text):
+    """Each ladder the README draws (backticked rungs joined by →) that is no unbroken run of a BACKENDS ladder."""
+    ladders = [backend.routes for backend in solution.BACKENDS.values()]
+    problems = []
+    for chain in LADDER_CHAIN.findall(text):
+        rungs = tuple(re.findall(r"`(\w+)`", chain))
+        if not any(ladder[i:i + len(rungs)] == rungs for ladder in ladders for i in range(len(ladder))):
+            problems.append(" → ".join(rungs))
+    return problems
+
+
+def test_every_ladder_the_readme_draws_is_the_solutions():
+    text = README.read_text()
+    assert len(LADDER_CHAIN.findall(text)) >= 4  # the interpreter's, the other chips', NVIDIA's, Ascend's
+    assert ladder_problems(text) == []
+
+
+def test_a_ladder_out_of_order_is_caught():
+    assert ladder_problems("`native` → `generic` → `native_per_element`") == ["native → generic → native_per_element"]
+    assert ladder_problems("`nvidia` →\n  `nvidia_per_element` → `native`") == []
+
+
+# ---------------------------------------------------------------- every speed names its baseline
+
+# A speed: a number (or a range) followed by × or x, not by a digit (8×256×4096, 128x128 are shapes).
+SPEED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[–-]\d+(?:\.\d+)?)?\s?[x×](?!\w)(?!\s?\d)")
+# What a speed can be measured against: the reference (a speedup), or a rung's time on the same GPU and Triton.
+BASELINES = ("over the reference", "`nvidia`'s time", "`nvidia_per_element`'s time")
+
+
+def prose_units(text):
+    """The README's prose outside code blocks, in units: each table cell, each list item with its continuation
+    lines, each paragraph. Code spans that quote a tool's output (holding a speed) are left out: they are quotes."""
+    code = set(code_lines(text))
+    units, current = [], []
+
+    def flush():
+        if current:
+            units.append(" ".join(current))
+            current.clear()
+
+    for line in text.splitlines():
+        if line in code or not line.strip() or line.startswith("#"):
+            flush()
+        elif line.startswith("|"):
+            flush()
+            units.extend(cell.strip() for cell in line.strip("|").split("|"))
+        elif re.match(r"(?:- |\d+\. )", line):
+            flush()
+            current.append(line)
+        else:
+            current.append(line.strip())
+    flush()
+    return [CODE_SPAN.sub(lambda m: "" if SPEED.search(m.group(1)) else m.group(0), unit) for unit in units]
+
+
+def speeds_without_baseline(text):
+    """Each speed after which no baseline of BASELINES comes before the next speed or the end of its unit."""
+    missing = []
+    for unit in prose_units(text):
+        found = list(SPEED.finditer(unit))
+        for speed, following in zip(found, found[1:] + [None]):
+            after = unit[speed.end():following.start() if following else len(unit)]
+            if not any(baseline in after for baseline in BASELINES):
+                missing.append(f"{speed.group(0)} in {unit[:80]!r}")
+    return missing
+
+
+def test_every_speed_names_its_baseline():
+    text = README.read_text()
+    assert len([s for unit in prose_units(text) for s in SPEED.findall(unit)]) >= 20
+    assert speeds_without_baseline(text) == []
+
+
+def test_a_speed_without_its_baseline_is_caught():
+    assert speeds_without_baseline("- `native` 1.111×, `generic` 1.494× `nvidia`'s time\n") == [
+        "1.111× in \"- `native` 1.111×, `generic` 1.494× `nvidia`'s time\""]
+    assert speeds_without_baseline("| 28.3× over the reference | 2.5× |\n") == ["2.5× in '2.5×'"]
+    assert speeds_without_baseline("8×256×4096 and 128x128 are shapes; `28.29x (leaderboard number)` a quote\n") == []
+
+
+# ---------------------------------------------------------------- the glossary comes before its words
+
+GLOSSARY = "## Words used here"
+
+
+def glossary_problems(text):
+    """Each word the glossary defines (its bold terms) that the README uses before the glossary (outside code)."""
+    start = text.index(f"\n{GLOSSARY}\n")
+    section = text[start:text.index("\n## ", start + 1)]
+    before = CODE_SPAN.sub("", "\n".join(line for line in text[:start].splitlines() if not line.startswith("    ")))
+    terms = re.findall(r"\*\*([^*]+)\*\*", section)
+    return [term for term in terms
+            if re.search(rf"\b{re.escape(term[:-1] if term.endswith('s') else term)}", before, re.I)]
+
+
+def test_the_glossary_comes_before_any_of_its_words():
+    text = README.read_text()
+    start = text.index(f"\n{GLOSSARY}\n")
+    terms = re.findall(r"\*\*([^*]+)\*\*", text[start:text.index("\n## ", start + 1)])
+    assert {"rung", "route", "ladder", "fused", "two-pass", "persistent", "table", "stand-in", "probe", "witness",
+            "ordering check"} <= set(terms)
+    assert glossary_problems(text) == []
+
+
+def test_a_word_used_before_the_glossary_is_caught():
+    text = README.read_text().replace("## The call\n", "## The call\n\nEach chip takes the first rung it can.\n", 1)
+    assert glossary_problems(text) == ["rung"]
