@@ -37,6 +37,10 @@ FAULTS = {
     "fault_real_values.py": ((128, 256), ["generic"], None, "main", "generic_per_element"),
     "fault_later_tokens.py": ((256, 128), ["generic"], None, "main", "generic_per_element"),
     "fault_later_channels.py": ((128, 640), ["generic"], None, "main", "generic_per_element"),
+    # Faults that only a real row's pattern shows: gates of both signs, gates of more than 4 binades (a region whose
+    # groups each held one sign and neighbouring exponents passed them: the test below).
+    "fault_mixed_signs.py": ((128, 256), ["generic", "generic_per_element"], "grad_input_q", "main", "plain"),
+    "fault_many_binades.py": ((128, 256), ["generic"], "grad_input_q", "main", "generic_per_element"),
 }
 
 
@@ -164,6 +168,26 @@ def test_a_fault_of_a_rungs_kernels_costs_its_rungs_and_the_next_rung_gives_its_
     assert all(map(torch.equal, _bytes(out), _forced_bytes(copy, next_rung, x, gy, monkeypatch)))
 
 
+@triton.jit
+def _one_sign_gate(t, c, CHANNELS: tl.constexpr):
+    return t * 512 + c * (512 // CHANNELS) + t % (512 // CHANNELS)
+
+
+@pytest.mark.parametrize("name", ["fault_mixed_signs.py", "fault_many_binades.py"])
+def test_a_real_rows_fault_passes_a_region_whose_groups_hold_one_sign_and_reaches_the_user(name, solution_copy_dir,
+                                                                                          monkeypatch):
+    """The copies are what their names say: on the region as it was laid before its groups mixed (gate bits 512 t +
+    c * step + t % step, each grad_input group one sign and at most 4 neighbouring exponents) the witness passes them,
+    and their bytes on randn data are not the next rung's."""
+    copy = harness.load_solution(solution_copy_dir / name, name=f"one_sign_{name[:-3]}")
+    monkeypatch.setattr(copy, "_witness_gate", _one_sign_gate)
+    monkeypatch.setattr(copy, "_witness_gate_py", lambda t, c, channels: t * 512 + c * (512 // channels)
+                        + t % (512 // channels))
+    x, gy, out, said = _first_call(copy, family="randn")
+    assert said == [] and copy.route_for("cpu") == "generic"
+    assert not all(map(torch.equal, _bytes(out), _forced_bytes(copy, "plain", x, gy, monkeypatch)))
+
+
 @pytest.mark.parametrize("name, shape", [("fault_later_tokens.py", (128, 256)), ("fault_later_channels.py", (128, 512))])
 def test_a_later_fault_is_absent_where_its_place_is(name, shape, solution_copy_dir):
     """The copies are what their names say: within the first token group, or the first 512 channels, they are right."""
@@ -180,7 +204,9 @@ def test_the_faults_are_of_different_kinds():
     kinds = {"fault_fused_y_swapped.py": "(local ^ 1)", "fault_grad_scale_neighbour.py": "(tokens ^ 1)",
              "fault_y_tail_unwritten.py": "mask=first_group + groups[None, :] < M // GROUP - 1",
              "fault_later_tokens.py": "(rows[:, None] >= 128)", "fault_later_channels.py": "(cols[None, :] >= 512)",
-             "fault_fused_barrier_call.py": "no barrier between parking y and reading it back"}
+             "fault_fused_barrier_call.py": "no barrier between parking y and reading it back",
+             "fault_mixed_signs.py": "(tl.min(gate, 1) < 0.0) & (tl.max(gate, 1) > 0.0)",
+             "fault_many_binades.py": "tl.max(binades, 1) - tl.min(binades, 1) > 4"}
     for name, marker in kinds.items():
         assert marker in made[name] and all(marker not in made[other] for other in kinds if other != name)
 
