@@ -1147,7 +1147,7 @@ def _witness_gate(t, c, CHANNELS: tl.constexpr):
     p = k & 127
     u = t & 63
     last = j == 3
-    cycled = tl.where(last, ((u + p) * 37) % 63, ((u + p) * 37) & 63)  # remainders by constants alone
+    cycled = tl.where(last, ((u + p) * 37) % 63, ((u + p) * 37) & 63)  # by constants: no division by a tensor
     exponent = tl.where(last, cycled + tl.where(cycled < 17, 0, 192), 17 + 3 * cycled + j)
     sign = (t >> 6) ^ ((_mix(c, 61) >> 4) & 1) ^ ((_mix(u, 97) >> 4) & 1)
     binade = tl.where(last & (u == 63), ((t >> 6) << 8) | 255, (sign << 8) | exponent)
