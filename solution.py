@@ -1075,16 +1075,23 @@ def _probe_input(check, k, size):
 # fp32 expectations (_witness_expected, computed once a device).
 #
 # The region is 128 tokens x WITNESS_CHANNELS channels (on a device 512: 65,536 elements, one for every bf16 gate;
-# under the interpreter 128, every fourth gate). Region element (t, c) has the gate of bf16 bits k = 512 t + c * step
-# + t % step (step = 512 / WITNESS_CHANNELS), so each grad_input group (a row's 128 channels) holds one exponent's
-# mantissas and each y group (a channel's 128 tokens) gates of every exponent. up's exponent is chosen from the gate's
-# bits so that |y| lies within a few binades of 1 (|up| near 1 / |silu|); grad_y's so that |d_gate| (even tokens) or
-# |d_up| (odd tokens: the other one spans subnormals to inf) lies near 2**spread, spread from -6 to 7 by group. up and
-# grad_y span the exponents from 2**-126 to 2**127, with random signs and mantissas. Channel 5 has up = +-0 (a y group
-# of zeros, its d_gate zero), token 7 grad_y = +-0 (grad_input groups of zeros); the NaN and inf gates make NaN and inf
-# groups (a FINITE_ONLY witness, for the tolerant rungs, has finite gates in their place). No output depends on how a
-# backend treats a subnormal (_FLUSH_SAFE_FROM): the interpreter, whose load of a subnormal bf16 as fp32 is wrong
-# (7.3e-40 reads as 0: Triton's numpy conversion), passes it, and so would a device that flushes.
+# under the interpreter 128, every fourth gate: its channel c is channel c * step + t % step of the full region, step =
+# 512 / WITNESS_CHANNELS). Its groups are laid as a user's are, so that a fault that depends on what the lanes of a
+# group hold together (a reduction over mixed signs, a branch that some lanes take) runs on them: every grad_input group
+# (a row's 128 channels) and every y group (a channel's 128 tokens) of finite gates mixes both signs in no regular
+# order, and 63 or 64 binades (on a device; 80 and 32 under the interpreter), each binade's mantissas along a diagonal
+# (_witness_gate). The full region's channel groups 0-2 hold the exponents 17 to 208 (group j those 17 + 3 i + j),
+# both signs; group 3 the exponents below 17 and above 208, and at its tokens 63 and 127 the 256 patterns of exponent
+# 255 (+-inf and NaN): two grad_input groups of their own, whose 128 channels make NaN y groups (their other gates,
+# tiny or huge, are proven in grad_input alone). up's exponent is chosen from the gate's bits so that |y| lies within
+# a few binades of 1 (|up| near 1 / |silu|); grad_y's so that the larger of |d_gate| and |d_up| lies near 2**spread,
+# spread from -6 to 7 by group, so that no other group overflows. up and grad_y span the exponents from 2**-126 to
+# 2**127, with random signs and mantissas. Channel 5 has up = +-0 (a y group of zeros, its d_gate zero), token 7
+# grad_y = +-0 (grad_input groups of zeros); channel 9's up and token 11's grad_y are at least 2**127 where the gate is
+# 4 or more (a y group and d_up groups that overflow to inf); the NaN and inf gates make NaN groups (a FINITE_ONLY
+# witness, for the tolerant rungs, has finite gates in their place). No output depends on how a backend treats a
+# subnormal (_FLUSH_SAFE_FROM): the interpreter, whose load of a subnormal bf16 as fp32 is wrong (7.3e-40 reads as 0:
+# Triton's numpy conversion), passes it, and so would a device that flushes.
 #
 # The region is laid over the call's whole M x H, a 128 x 128 tile at a time: tile (tm, th) holds the region's channel
 # group (tm + th) % (WITNESS_CHANNELS / 128), its tokens rotated by one amount and its channels by another, both
@@ -1127,11 +1134,31 @@ def _witness_tags(tm, th, CHANNELS: tl.constexpr):
 
 
 @triton.jit
+def _witness_gate(t, c, CHANNELS: tl.constexpr):
+    """The bf16 bits of the gate at token t, channel c of the region, as int32 in [0, 65536); _witness_gate_py is its
+    host twin. Channel c is channel k = c * step + t % step (step = 512 / CHANNELS) of the full region: its group
+    j = k // 128, place p = k % 128. Token t = 64 h + u has there the sign h ^ s(c) ^ s'(u) (s, s': bits of _mix) and
+    the exponent E_j(37 (u + p) mod n), with E_j(i) = 17 + 3 i + j and n = 64 for j < 3, and for j = 3 n = 63 and
+    E_3(i) = i below 17, i + 192 from there; but where j = 3 and u = 63 (two grad_input groups), exponent 255 and sign
+    h. The bits are (b << 7) | ((p + 91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one (h
+    and u come back from the sign and the exponent), so b and the mantissa give back (t, p): every pattern once."""
+    k = c * (512 // CHANNELS) + t % (512 // CHANNELS)
+    j = k >> 7
+    p = k & 127
+    u = t & 63
+    last = j == 3
+    cycled = tl.where(last, ((u + p) * 37) % 63, ((u + p) * 37) & 63)  # by constants: no division by a tensor
+    exponent = tl.where(last, cycled + tl.where(cycled < 17, 0, 192), 17 + 3 * cycled + j)
+    sign = (t >> 6) ^ ((_mix(c, 61) >> 4) & 1) ^ ((_mix(u, 97) >> 4) & 1)
+    binade = tl.where(last & (u == 63), ((t >> 6) << 8) | 255, (sign << 8) | exponent)
+    return (binade << 7) | ((p + binade * 91) & 127)
+
+
+@triton.jit
 def _witness_bits(t, c, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
     """The bf16 bits of (gate, up, grad_y) at token t, channel c of the region, as int32 in [0, 65536): see the
     section's comment; witness_input is its host twin."""
-    step = 512 // CHANNELS
-    g = t * 512 + c * step + t % step
+    g = _witness_gate(t, c, CHANNELS)
     if FINITE_ONLY:
         g = tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g)
     exponent = (g >> 7) & 0xFF
@@ -1145,13 +1172,18 @@ def _witness_bits(t, c, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
     e_silu = tl.where(e_silu < _FLUSH_SAFE_FROM, 0, e_silu)
     mix = _mix(t, c + 1000)
     mix2 = _mix(c, t + 3000)
-    e_up = tl.minimum(tl.maximum(127 - e_silu + mix % 3, 1), 254)
+    # Gates of 4 or more (silu above 3.9), where channel 9's y and token 11's d_up overflow.
+    overflows = (negative == 0) & (exponent >= 129) & (exponent != 255)
+    e_up = tl.where((c == 9) & overflows, 254, tl.minimum(tl.maximum(127 - e_silu + mix % 3, 1), 254))
     up = (((mix >> 2) & 1) << 15) | (e_up << 7) | ((mix >> 3) & 0x7F)
     up = tl.where(c == 5, up & 0x8000, up)
     e_factor = (e_up - 127) + tl.where(exponent < 127, -1, tl.where(
         (negative == 1) & (big < 7) & (exponent != 255), e_silu, 0))
     spread = ((t * 4 + c // 128) * 7) % 13 - 6 + ((mix >> 10) & 1)
-    e_gy = tl.minimum(tl.maximum(127 - tl.where(t % 2 == 0, e_factor, e_silu) + spread, 1), 254)
+    # e_factor and e_silu are about log2 |up * silu'(gate)| and log2 |silu|, |d_gate| and |d_up| over |grad_y|: grad_y
+    # brings the larger near 2**spread, so that neither overflows.
+    e_gy = tl.where((t == 11) & overflows, 254, tl.minimum(tl.maximum(127 - tl.maximum(e_factor, e_silu) + spread, 1),
+                                                            254))
     gy = (((mix2 >> 2) & 1) << 15) | (e_gy << 7) | ((mix2 >> 3) & 0x7F)
     gy = tl.where(t == 7, gy & 0x8000, gy)
     return g, up, gy
@@ -1974,12 +2006,33 @@ def _bf16_bits_float(bits):
     return -magnitude if bits >> 15 else magnitude
 
 
+def _mix_py(a, b):
+    return ((a * 181 + b * 359 + 7) % _MIX_PRIME.value * 32719 + 3) % _MIX_PRIME.value
+
+
+_WITNESS_SIGNS = ([(_mix_py(c, 61) >> 4) & 1 for c in range(512)], [(_mix_py(u, 97) >> 4) & 1 for u in range(64)])
+
+
+def _witness_gate_py(t, c, channels):
+    """The host's twin of _witness_gate: the bf16 bits of the region's gate at token t, channel c."""
+    step = 512 // channels
+    k = c * step + t % step
+    j, p, u = k >> 7, k & 127, t & 63
+    if j == 3 and u == 63:
+        exponent, negative = 255, t >> 6
+    else:
+        cycled = (u + p) * 37 % (63 if j == 3 else 64)
+        exponent = (cycled if cycled < 17 else cycled + 192) if j == 3 else 17 + 3 * cycled + j
+        negative = (t >> 6) ^ _WITNESS_SIGNS[0][c] ^ _WITNESS_SIGNS[1][u]
+    binade = (negative << 8) | exponent
+    return (binade << 7) | ((p + binade * 91) & 127)
+
+
 def witness_input(t, h, finite_only=False, channels=None):
     """(gate, up, grad_y) of the witness's input at token t, channel h of its region, as Python floats (the host's
     twin of _witness_bits; the section "the witness" says what they are)."""
     channels = channels or WITNESS_CHANNELS
-    step = 512 // channels
-    g = t * 512 + h * step + t % step
+    g = _witness_gate_py(t, h, channels)
     if finite_only and (g & 0x7F80) == 0x7F80:
         g ^= 0x4000
     exponent, negative = (g >> 7) & 0xFF, g >> 15
@@ -1988,19 +2041,15 @@ def witness_input(t, h, finite_only=False, channels=None):
     e_silu = (0 if exponent == 255 else exponent - 128 if exponent < 127 else big if negative == 0
               else 0 if big >= 7 else big - falls)
     e_silu = 0 if e_silu < _FLUSH_SAFE_FROM.value else e_silu
-    prime = _MIX_PRIME.value
-
-    def mix(a, b):
-        return ((a * 181 + b * 359 + 7) % prime * 32719 + 3) % prime
-
-    mix1, mix2 = mix(t, h + 1000), mix(h, t + 3000)
-    e_up = min(max(127 - e_silu + mix1 % 3, 1), 254)
+    mix1, mix2 = _mix_py(t, h + 1000), _mix_py(h, t + 3000)
+    overflows = negative == 0 and 129 <= exponent < 255
+    e_up = 254 if h == 9 and overflows else min(max(127 - e_silu + mix1 % 3, 1), 254)
     up = (((mix1 >> 2) & 1) << 15) | (e_up << 7) | ((mix1 >> 3) & 0x7F)
     up = up & 0x8000 if h == 5 else up
     e_factor = (e_up - 127) + (-1 if exponent < 127 else e_silu if negative == 1 and big < 7 and exponent != 255
                                else 0)
     spread = ((t * 4 + h // 128) * 7) % 13 - 6 + ((mix1 >> 10) & 1)
-    e_gy = min(max(127 - (e_factor if t % 2 == 0 else e_silu) + spread, 1), 254)
+    e_gy = 254 if t == 11 and overflows else min(max(127 - max(e_factor, e_silu) + spread, 1), 254)
     gy = (((mix2 >> 2) & 1) << 15) | (e_gy << 7) | ((mix2 >> 3) & 0x7F)
     gy = gy & 0x8000 if t == 7 else gy
     return _bf16_bits_float(g), _bf16_bits_float(up), _bf16_bits_float(gy)

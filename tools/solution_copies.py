@@ -44,6 +44,14 @@ or that show only under a race:
   fault_later_channels.py       the same, only past the first 512 channels.
   fault_later_tiles.py          portable.py whose fused kernel scales y by 1 + 2**-7 for gates in (-3, -1), only in a
                                 persistent program's second tile on (the native rung's walk, on a GPU).
+  fault_mixed_signs.py          the fused kernel's grad_input math (_grad_rows_quant: every fused rung's) scales d_gate's
+                                scale by 1 + 2**-7 in rows whose 128 gates hold both signs, as every row of randn data
+                                does: the witness should leave every fused rung (a region whose groups each hold one
+                                sign would not show it).
+  fault_many_binades.py         the same on d_up's scale, in rows whose gates' exponents span more than 4 binades, as
+                                a row of randn data's do (a region whose groups each hold a few neighbouring exponents
+                                would not show it).
+  fault_mixed_signs_portable.py, fault_many_binades_portable.py  the same two faults in portable.py (the native rungs).
   fault_witness_expectation.py  the witness's expected y is computed 1 + 2**-6 too large: no rung is wrong, and
                                 none may be left for it (the arbiter lays the difference at the witness's door).
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
@@ -89,6 +97,17 @@ SIGMOID_LOOKUP = ("    sig = sigmoid_lookup(gate, table_ptr, LUT_LO, LUT_N, N_EL
                   "CUDA_ARCH)\n")
 FUSED_BARRIER_CALL = "    _slot_barrier()  # every slice's y is in the slot before any thread reads it back\n"
 PARKED = "        _park_slice(slot, y, local, tokens, GROUP)\n"
+GRAD_SCALES = "    s_up = group_scale(absmax_up)\n    q_gate = quantize("
+# Faults that only a real row's pattern of values shows: (the copy's name, the text inserted before q_gate).
+REAL_ROWS = {
+    "fault_mixed_signs.py": (
+        "    # solution_copies.py: a fault only in rows whose gates hold both signs\n"
+        "    s_gate = tl.where((tl.min(gate, 1) < 0.0) & (tl.max(gate, 1) > 0.0), s_gate * 1.0078125, s_gate)\n"),
+    "fault_many_binades.py": (
+        "    # solution_copies.py: a fault only in rows whose gates span more than 4 binades\n"
+        "    binades = (gate.to(tl.int32, bitcast=True) >> 23) & 0xFF\n"
+        "    s_up = tl.where(tl.max(binades, 1) - tl.min(binades, 1) > 4, s_up * 1.0078125, s_up)\n"),
+}
 # name: ([(old text, new text, how many times old must appear (None: at least once))], text appended): each copy
 # is portable.py with the native forms' lines edited.
 EDITED = {
@@ -108,6 +127,8 @@ EDITED = {
                   "            later = (slice_gate.to(tl.float32) > -3.0) & (slice_gate.to(tl.float32) < -1.0)\n"
                   "            y = tl.where(later, (y.to(tl.float32) * 1.0078125).to(tl.bfloat16), y)\n" + PARKED, 1)],
         ""),
+    **{name[:-3] + "_portable.py": ([(GRAD_SCALES, GRAD_SCALES.replace("    q_gate", inserted + "    q_gate"), 1)], "")
+       for name, inserted in REAL_ROWS.items()},
     "fault_sigmoid_ulp.py": (
         [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
                            "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
@@ -172,6 +193,8 @@ STRUCTURAL = {
                                                    + where + ", sig * 1.0078125, sig)\n", 1)], "")
        for name, where in (("fault_real_values.py", ""), ("fault_later_tokens.py", " & (rows[:, None] >= 128)"),
                            ("fault_later_channels.py", " & (cols[None, :] >= 512)"))},
+    **{name: ([(GRAD_SCALES, GRAD_SCALES.replace("    q_gate", inserted + "    q_gate"), 1)], "")
+       for name, inserted in REAL_ROWS.items()},
     "fault_fused_barrier_call.py": (
         [(FUSED_BARRIER_CALL, "    pass  # solution_copies.py: no barrier between parking y and reading it back\n",
           1)], ""),
