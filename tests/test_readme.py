@@ -324,7 +324,7 @@ def test_every_rung_the_readme_names_is_one_of_the_solutions_routes():
 
 def test_a_rung_that_is_no_route_is_caught():
     text = ("`native_per_elem` first, `triton_only` a check, `randn` a family\n\n    route: amd\n"
-            "      amd: taken\n      not tried, below it: generic, plainer\n\n`python check.py --route nvidia2`\n")
+            "      amd: taken\n      not tried, below it: generic_per_element, plainer\n\n`python check.py --route nvidia2`\n")
     assert rung_names(text) - set(solution.ROUTES) == {"native_per_elem", "amd", "plainer", "nvidia2"}
 
 
