@@ -6,6 +6,7 @@ violated ordering costs every rung relying on the ordering at once; a fault of o
 and the next rung's bytes come out; a fault in the witness itself costs none."""
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -198,6 +199,21 @@ def test_a_fault_in_the_witness_expectations_costs_no_rung(solution_copy_dir):
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
+@pytest.mark.parametrize("name, proof", [("fault_witness_record_stale.py", "witness"),
+                                         ("fault_ordering_record_stale.py", "ordering")])
+def test_a_proof_cannot_pass_on_a_record_its_check_kernel_never_wrote(name, proof, solution_copy_dir):
+    """The proof's second run finds the first run's passing record in a buffer handed back untouched, its check kernel's
+    launch not run: it cannot judge, and no rung is left."""
+    copy = harness.load_solution(solution_copy_dir / name, name=f"stale_{proof}")
+    x, gy, out, said = _first_call(copy)
+    assert len(said) == 1 and re.fullmatch(
+        rf"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this interpreter device \(its check "
+        r"kernel did not write (\d+) of its \1 records \(one holds the stamp (\d+), not its run's (?!\2)\d+\)\): the "
+        r"generic route and every later one run unproven by it", said[0]), said
+    assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
+
+
 def test_a_witness_input_the_device_wrote_wrong_costs_no_rung(monkeypatch):
     """The input is written again and read back over the reported group: an input kernel that disagrees with its host
     twin is the witness's fault."""
@@ -334,7 +350,7 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
 
     def findings(outputs):
         record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
-        check.kernel[check.grid](*outputs, *on_device.values(), record, M, H, *(o.stride(0) for o in outputs),
+        check.kernel[check.grid](*outputs, *on_device.values(), record, 1, M, H, *(o.stride(0) for o in outputs),
                                  **{**check.constexprs, "SLICE": rows}, **check.options)
         return solution.witness_findings(record.tolist(), H)
 
