@@ -56,6 +56,26 @@ ALLOWED_IMPORTS = {"torch", "triton", "numpy"} | set(sys.stdlib_module_names)
 ALLOWED_OPS = {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
                "aten::new_empty_strided", "aten::detach", "aten::alias", "aten::lift_fresh",
                "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset"}
+# What triton_only lets pass between the host and the device during a call, each as narrowly as the solution's proofs
+# need it, and why. Anything else that carries data of x, grad_y or the outputs to the host, or host data into the
+# outputs, fails (ComputeWatch says how each is seen, and what it cannot see).
+HOST_TRAFFIC_ALLOWED = (
+    ("uploads into fresh tensors",
+     "host data may fill tensors that share no memory with x, grad_y or the outputs; a launch handed it, or a tensor "
+     "that such a launch took, may read the outputs but must leave every byte of them as it was. The witness uploads "
+     "its expectations once per device, and its check kernel compares the outputs with them"),
+    ("read-back of what holds none of the inputs",
+     "a tensor that shares no memory with x, grad_y, the outputs, or a tensor that a launch handed x or grad_y took, "
+     "may be read to the host. The proofs' records, the probe's verdict and the sigmoid table are read back so"),
+    ("single elements of an output that holds none of the inputs",
+     "one element at a time, before any launch handed x or grad_y takes the output. The witness's arbiter reads an "
+     "element of the witness's bytes back, to judge it again on the host"),
+)
+# Under the interpreter host and device are one: these reach a tensor's data with no PyTorch op, and are watched by
+# name while a call runs. The methods are watched on host tensors only (on a device data reaches the host through a
+# copy, which the dispatch sees); the constructors that dispatch nothing mark what they make as host data.
+HOST_METHODS = ("numpy", "tolist", "__array__", "__dlpack__", "__reduce_ex__")
+HOST_CONSTRUCTORS = ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "from_dlpack")
 # Branches the numerics check does not read: code for where libdevice does not exist (the interpreter,
 # Ascend), whose tl.exp is the only exp there; code that divides with the backend's own division where
 # that is the reference's (Ascend's vector divide) or where exactness is not the aim (the tolerant rung);
@@ -109,8 +129,12 @@ CHECKS = (
           "reference"),
     Check("inputs", True, ALWAYS, "x and grad_y are bit-identical after the call"),
     Check("in_place", True, ALWAYS, "the returned tensors are the given output tensors"),
-    Check("triton_only", True, ALWAYS, "no PyTorch compute op runs during the call, and at least one Triton kernel "
-          "launches"),
+    Check("triton_only", True, ALWAYS, "no PyTorch compute op runs during the call, at least one Triton kernel "
+          "launches, and no output is computed outside Triton: no data of x, grad_y or the outputs reaches the host "
+          "(.cpu(), .to('cpu'), .tolist(), .item(), .numpy(), __array__, any copy), directly or through a tensor that "
+          "a launch handed them took, and no host data reaches the outputs (a copy into them, or a launch handed host "
+          "data that changes them). Allowed, as the proofs need them: "
+          + "; ".join(f"({i}) {what}: {why}" for i, (what, why) in enumerate(HOST_TRAFFIC_ALLOWED, 1))),
     Check("layouts", True, ALWAYS, "row-strided views (unit column stride) of wider buffers, inputs and outputs, "
           "give the same bytes as contiguous tensors and leave the padding columns untouched (first seed and "
           "family)"),
@@ -260,31 +284,226 @@ def check_numerics(tree):
 # ---------------------------------------------------------------- what runs during a call
 
 class ComputeWatch(TorchDispatchMode):
-    """Records PyTorch compute ops and Triton launches (JIT or of an already compiled kernel) while a solution runs.
+    """Records, while a solution runs (watch_compute), the PyTorch compute ops it runs, its Triton launches (JIT or of
+    an already compiled kernel), and for triton_only its host traffic that HOST_TRAFFIC_ALLOWED does not allow (host,
+    one line each). inputs, outputs: the call's x and grad_y, and its four outputs.
 
-    Ops issued inside a Triton launch (the interpreter copies tensors to and from the host)
-    belong to the launch, not to the solution, and are not counted.
+    How host traffic is seen. On a device, data reaches the host only through PyTorch's copies (aten::_to_copy and
+    aten::copy_ to a host tensor, aten::_local_scalar_dense for .item()), and host data reaches the device through a
+    copy from a host tensor or a constructor (aten::lift_fresh; HOST_CONSTRUCTORS): all pass this dispatch mode. Under
+    the interpreter, where the device's memory is the host's, HOST_METHODS reach the data with no op: watch_compute
+    wraps them. The inputs' data is followed through launches: a launch handed x or grad_y (or a tensor marked so) may
+    have written into any tensor it took, so each is marked as holding the inputs' data; likewise host data. Tensors
+    are told apart by the memory their storage spans, so that a view or another tensor over the same memory is found
+    too; a marked tensor is held until the call ends, so that its memory is not handed out again and taken for it.
+    A launch handed host data that takes an output has the output's bytes compared before and after it.
+
+    What it cannot see: memory reached through ctypes, through a pointer handed to a kernel as an integer or reached
+    from another argument's pointer; torch._C.TensorBase's methods called directly or a watched method or constructor
+    bound before the call; torch.save; a kernel's device_print; under the interpreter, Python run inside a kernel's
+    body. A solution that goes to such lengths cheats on purpose; triton_only fails one that computes its outputs on
+    the host and moves them in by ordinary means.
+
+    Ops issued inside a Triton launch (the interpreter copies tensors to and from the host), and the watch's own,
+    belong to the launch or the watch, not to the solution, and are not counted.
     """
 
-    def __init__(self):
+    def __init__(self, inputs=(), outputs=()):
         super().__init__()
         self.ops = []
+        self.host = []  # problems of host traffic, in order, each once
         self.launches = 0
         self.fused_launches = set()  # kernels launched without enable_fp_fusion=False
+        self.compared_launches = 0  # launches handed host data whose outputs' bytes were compared
         self._inside_launch = 0
+        self.outputs = [(name, t, _footprint(t)) for name, t in zip(harness.OUTPUT_NAMES, outputs)]
+        self.call_tensors = ([(name, _footprint(t)) for name, t in zip(("x", "grad_y"), inputs)]
+                             + [(name, footprint) for name, _, footprint in self.outputs])
+        self.from_inputs = _Marks(zip(("x", "grad_y"), inputs))
+        self.from_host = _Marks()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._inside_launch:
+            return func(*args, **kwargs)
         name = func._schema.name
-        if (not self._inside_launch and name not in ALLOWED_OPS and not func.is_view
-                and not _moves_bytes(name, args, kwargs or {})):
+        if name not in ALLOWED_OPS and not func.is_view and not _moves_bytes(name, args, kwargs):
             self.ops.append(name)
-        return func(*args, **(kwargs or {}))
+        read, written = _host_traffic(name, args, kwargs)
+        if read is not None:
+            self.read(read, name)
+        if written is not None:
+            self.host_wrote(written, name)
+        result = func(*args, **kwargs)
+        if _makes_host_data(name, args, kwargs):
+            self.from_host.add(result, f"host data ({name})")
+        return result
+
+    @contextlib.contextmanager
+    def own(self):
+        """The watch's own work (its comparisons, a watched method's inner calls): not the solution's."""
+        self._inside_launch += 1
+        try:
+            yield
+        finally:
+            self._inside_launch -= 1
+
+    def problem(self, text):
+        if text not in self.host:
+            self.host.append(text)
+
+    def _output_at(self, footprint):
+        return next((name for name, _, held in self.outputs if _overlap(held, footprint)), None)
+
+    def read(self, t, how):
+        """t's data reached the host (how): a problem where it holds the inputs' data (or may), or where it is an
+        output's beyond one element."""
+        footprint = _footprint(t)
+        origin = self.from_inputs.find(footprint)
+        if origin is not None:
+            self.problem(f"{how} read {origin} to the host")
+            return
+        output = self._output_at(footprint)
+        if output is not None and t.numel() != 1:
+            self.problem(f"{how} read {t.numel()} elements of {output} to the host (an output may be read one element "
+                         "at a time, before a launch handed x or grad_y takes it: the witness's arbiter)")
+
+    def host_wrote(self, t, how):
+        """Host data was copied into t (how): a problem where t is the call's; otherwise t holds host data."""
+        footprint = _footprint(t)
+        name = next((name for name, held in self.call_tensors if _overlap(held, footprint)), None)
+        if name is not None:
+            self.problem(f"{how} copied host data into {name}")
+        else:
+            self.from_host.add(t, f"host data ({how})")
+
+    def before_launch(self, arguments):
+        """(the arguments' footprints, the first one's host data label or None, [(output, its bytes)] of each output
+        an argument overlaps where one holds host data) before a launch handed arguments (_launch_arguments)."""
+        footprints = [_footprint(a) for a in arguments]
+        host = next((label for label in map(self.from_host.find, footprints) if label), None)
+        if host is None:
+            return footprints, None, []
+        taken = [(name, t) for name, t, held in self.outputs if any(_overlap(held, f) for f in footprints)]
+        with self.own():
+            return footprints, host, [(name, t, t.clone()) for name, t in taken]
+
+    def after_launch(self, kernel, arguments, before):
+        """Judges a launch of kernel handed arguments by what before_launch found, and marks its arguments."""
+        footprints, host, taken = before
+        if taken:
+            self.compared_launches += 1
+            with self.own():
+                _synchronize(taken[0][1].device)  # every stream's work: the launch's, wherever it went
+                for name, t, bytes_before in taken:
+                    changed = _bytes_changed(t, bytes_before)
+                    if changed:
+                        self.problem(f"{kernel}, handed {host}, changed {changed} bytes of {name}")
+        if host is not None:
+            for argument, footprint in zip(arguments, footprints):
+                if self._output_at(footprint) is None:
+                    self.from_host.add(argument, host)
+        origin = next((label for label in map(self.from_inputs.find, footprints) if label), None)
+        if origin is not None:
+            for argument, footprint in zip(arguments, footprints):
+                output = self._output_at(footprint)
+                self.from_inputs.add(argument, f"{output} (which {kernel} took with {origin})" if output else
+                                     f"a tensor that {kernel} took with {origin}")
+
+    def finish(self):
+        """After the call: an output whose memory was replaced (out.data = ...) holds what no launch was handed."""
+        for name, t, footprint in self.outputs:
+            if _footprint(t) != footprint:
+                self.problem(f"{name}'s memory was replaced during the call (its .data or storage set anew)")
+
+
+class _Marks:
+    """Tensors whose data is of one kind (the call's inputs', or the host's), each with a label that says where its
+    data came from, found by the memory their storage spans (_footprint). Each is held until the call ends."""
+
+    def __init__(self, labelled=()):
+        self.held = []  # (footprint, label, the tensor)
+        for label, t in labelled:
+            self.add(t, label)
+
+    def add(self, t, label):
+        footprint = _footprint(t)
+        if footprint is not None and self.find(footprint) is None:
+            self.held.append((footprint, label, t))
+
+    def find(self, footprint):
+        """The label of the first tensor held whose memory overlaps footprint's, or None."""
+        if footprint is None:
+            return None
+        return next((label for held, label, _ in self.held if _overlap(held, footprint)), None)
+
+
+def _footprint(obj):
+    """The memory a tensor's data lies in: (device, its storage's first byte, the byte past its last), or (device,
+    the storage, None) where the device has no addresses (meta); a pointer-like launch argument's (data_ptr(), no
+    storage), (None, its address, the next); None where there is none."""
+    if isinstance(obj, torch.Tensor):
+        try:
+            storage = obj.untyped_storage()
+        except Exception:  # a tensor without a storage (sparse, a subclass)
+            return None
+        start = storage.data_ptr()
+        if start:
+            return str(obj.device), start, start + storage.nbytes()
+        return (str(obj.device), storage._cdata, None) if obj.device.type == "meta" else None
+    base = getattr(obj, "base", None)  # a tensor descriptor
+    if isinstance(base, torch.Tensor):
+        return _footprint(base)
+    data_ptr = getattr(obj, "data_ptr", None)
+    if callable(data_ptr):
+        try:
+            start = int(data_ptr())
+        except Exception:
+            return None
+        return None, start, start + 1
+    return None
+
+
+def _overlap(a, b):
+    """Whether two footprints (_footprint) share memory; False where either is None."""
+    if a is None or b is None:
+        return False
+    (device_a, start_a, end_a), (device_b, start_b, end_b) = a, b
+    if device_a is not None and device_b is not None and device_a != device_b:
+        return False
+    if end_a is None or end_b is None:
+        return end_a is None and end_b is None and start_a == start_b
+    return start_a < end_b and start_b < end_a
+
+
+def _launch_arguments(args, kwargs):
+    """A launch's arguments that point at memory (tensors, tensor descriptors, pointer-like objects), in a list or
+    tuple too."""
+    found = []
+    for argument in list(args) + list(kwargs.values()):
+        for item in argument if isinstance(argument, (list, tuple)) else (argument,):
+            if _footprint(item) is not None:
+                found.append(item)
+    return found
+
+
+def _bytes_changed(t, before):
+    """How many bytes of t differ from before's (a clone of it)."""
+    return int((t.contiguous().view(torch.uint8) != before.contiguous().view(torch.uint8)).sum())
+
+
+def _synchronize(device):
+    """Waits for every stream of a device (a no-op on the host)."""
+    synchronize = getattr(getattr(torch, device.type, None), "synchronize", None)
+    if device.type != "cpu" and callable(synchronize):
+        synchronize(device)
 
 
 def _moves_bytes(name, args, kwargs):
-    """A copy between the host and the device that keeps its dtype (a solution reading a verdict back, as the probe
-    of a native route does once per device, or handing the device a table the host computed, as the witness does
-    once per device): moves bytes, computes nothing."""
+    """A copy between the host and the device that keeps its dtype, or .item(): moves bytes, computes nothing (what it
+    moves is _host_traffic's to judge)."""
+    if name == "aten::_local_scalar_dense":
+        return True
     if name == "aten::_to_copy":
         target = torch.device(kwargs.get("device") or args[0].device).type
         return (kwargs.get("dtype") in (None, args[0].dtype) and target != args[0].device.type
@@ -292,6 +511,31 @@ def _moves_bytes(name, args, kwargs):
     if name == "aten::copy_":
         return (args[0].dtype == args[1].dtype and args[0].device.type != args[1].device.type
                 and "cpu" in (args[0].device.type, args[1].device.type))
+    return False
+
+
+def _host_traffic(name, args, kwargs):
+    """(the tensor whose data an op carries to the host, the tensor it copies host data into), either None: .item()
+    (on any device: under the interpreter the device's memory is the host's), a copy to a host tensor, a copy from
+    one."""
+    if name == "aten::_local_scalar_dense":
+        return args[0], None
+    if name == "aten::_to_copy":
+        return (args[0] if torch.device(kwargs.get("device") or args[0].device).type == "cpu" else None), None
+    if name == "aten::copy_":
+        destination, source = args[0], args[1]
+        return (source if destination.device.type == "cpu" else None), (
+            destination if source.device.type == "cpu" else None)
+    return None, None
+
+
+def _makes_host_data(name, args, kwargs):
+    """Whether an op's result holds host data: a tensor made from Python or numpy data (aten::lift_fresh, which
+    torch.tensor and torch.from_numpy dispatch), a copy from a host tensor to a device."""
+    if name in ("aten::lift_fresh", "aten::lift_fresh_copy"):
+        return True
+    if name == "aten::_to_copy":
+        return args[0].device.type == "cpu" and torch.device(kwargs.get("device") or "cpu").type != "cpu"
     return False
 
 
@@ -317,47 +561,80 @@ def _launch_entry_points():
 
 
 def _kernel_name(launcher):
-    """The kernel's name, from a JITFunction or the interpreter's GridExecutor."""
+    """The kernel's name, from a JITFunction, the interpreter's GridExecutor or a compiled kernel."""
+    name = getattr(launcher, "name", None)  # a compiled kernel's
+    if isinstance(name, str):
+        return name
     fn = getattr(launcher, "fn", launcher)
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", repr(fn))
 
 
 @contextlib.contextmanager
-def watch_compute():
-    watch = ComputeWatch()
+def watch_compute(inputs=(), outputs=()):
+    """A ComputeWatch of a call on inputs (x, grad_y) into outputs, with Triton's launch entry points, HOST_METHODS
+    and HOST_CONSTRUCTORS wrapped while it runs, and restored after."""
+    watch = ComputeWatch(inputs, outputs)
 
-    def counted(launch, takes_options):
+    def counted(launch, takes_options, kernel=None):
         def counted_launch(*args, **kwargs):
-            if not watch._inside_launch:  # a launch made by a launch is the same launch
-                watch.launches += 1
-                if takes_options and kwargs.get("enable_fp_fusion", True) is not False:
-                    watch.fused_launches.add(_kernel_name(args[0]))
-            watch._inside_launch += 1
-            try:
+            if watch._inside_launch:  # a launch made by a launch is the same launch
                 return launch(*args, **kwargs)
-            finally:
-                watch._inside_launch -= 1
+            name = kernel or _kernel_name(args[0])
+            watch.launches += 1
+            if takes_options and kwargs.get("enable_fp_fusion", True) is not False:
+                watch.fused_launches.add(name)
+            arguments = [] if kwargs.get("warmup") else _launch_arguments(args, kwargs)  # a warmup runs nothing
+            before = watch.before_launch(arguments)
+            with watch.own():
+                result = launch(*args, **kwargs)
+            watch.after_launch(name, arguments, before)
+            return result
         return counted_launch
 
     def patched(original, kind):
         if kind == "launch":  # self, then the kernel's arguments and the compile options
             return counted(original, takes_options=True)
         # A compiled kernel's launcher takes no compile options: they were fixed when it was compiled.
-        return lambda self, *args, **kwargs: counted(original(self, *args, **kwargs), takes_options=False)
+        return lambda self, *args, **kwargs: counted(original(self, *args, **kwargs), takes_options=False,
+                                                     kernel=_kernel_name(self))
 
+    def watched_method(original, name):
+        def method(self, *args, **kwargs):
+            if watch._inside_launch or self.device.type != "cpu":
+                return original(self, *args, **kwargs)
+            watch.read(self, f".{name}()")
+            with watch.own():  # __array__ calls numpy(): one read
+                return original(self, *args, **kwargs)
+        return method
+
+    def watched_constructor(original, name):
+        def construct(*args, **kwargs):
+            if watch._inside_launch or (args and isinstance(args[0], torch.Tensor)):
+                return original(*args, **kwargs)
+            with watch.own():
+                made = original(*args, **kwargs)
+            if isinstance(made, torch.Tensor):
+                watch.from_host.add(made, f"host data (torch.{name})")
+            return made
+        return construct
+
+    wrapped = ([(cls, attr, patched(getattr(cls, attr), kind)) for cls, attr, kind in _launch_entry_points()]
+               + [(torch.Tensor, name, watched_method(getattr(torch.Tensor, name), name)) for name in HOST_METHODS]
+               + [(torch, name, watched_constructor(getattr(torch, name), name)) for name in HOST_CONSTRUCTORS])
     restore = []
     try:
-        for cls, attr, kind in _launch_entry_points():
-            restore.append((cls, attr, cls.__dict__.get(attr)))
-            setattr(cls, attr, patched(getattr(cls, attr), kind))
+        for owner, attr, wrapper in wrapped:
+            restore.append((owner, attr, owner.__dict__.get(attr)))
+            setattr(owner, attr, wrapper)
         with watch:
             yield watch
+        watch.finish()
     finally:
-        for cls, attr, original in reversed(restore):
+        for owner, attr, original in reversed(restore):
             if original is None:  # it was inherited
-                delattr(cls, attr)
+                delattr(owner, attr)
             else:
-                setattr(cls, attr, original)
+                setattr(owner, attr, original)
 
 
 # ---------------------------------------------------------------- one call, all its checks
@@ -389,7 +666,7 @@ def call_and_check(fn, x, grad_y, outputs, ref_outputs, device):
     nothing else of it can be checked."""
     x_before, gy_before = x.clone(), grad_y.clone()
     try:
-        with watch_compute() as watch:
+        with watch_compute((x, grad_y), outputs) as watch:
             returned = fn(x, grad_y, *outputs)
         _sync(device)
     except Exception as exc:
@@ -404,7 +681,8 @@ def call_and_check(fn, x, grad_y, outputs, ref_outputs, device):
     problems["inputs"] = [] if same else ["x or grad_y changed during the call"]
     problems["unwritten"] = [f"poison left in {n} elements of {name}"
                              for name, n in harness.unwritten(outputs).items() if n]
-    problems["triton_only"] = [f"PyTorch compute op during the call: {op}" for op in sorted(set(watch.ops))]
+    problems["triton_only"] = watch.host + [f"PyTorch compute op during the call: {op}"
+                                            for op in sorted(set(watch.ops))]
     if not watch.launches:
         problems["triton_only"].append("no Triton kernel was launched")
     comparison = harness.compare(outputs, ref_outputs)

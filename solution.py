@@ -34,6 +34,7 @@ raises one line); ladder_for(device) says how each rung stands. Tools reach this
 without a leading underscore. PERF_NOTES.md tells the design history.
 """
 import contextlib
+import itertools
 import math
 import os
 import re
@@ -603,15 +604,25 @@ def _ordering_value(program, rnd, token, channel):
 
 
 @triton.jit
-def _ordering_check_kernel(slots_ptr, record_ptr, ROUNDS: tl.constexpr, GROUP: tl.constexpr, CHUNK: tl.constexpr,
-                           Y_CHUNK: tl.constexpr, CUDA_ARCH: tl.constexpr):
+def _stamped_record(ptr, count, compared, first, stamp):
+    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_stamp), and tells the
+    host that this run wrote the record (_unstamped)."""
+    field = tl.arange(0, 4)
+    tl.store(ptr + field, tl.where(field == 0, count, tl.where(field == 1, compared,
+                                                               tl.where(field == 2, first, stamp))))
+
+
+@triton.jit(do_not_specialize=("stamp",))
+def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, GROUP: tl.constexpr,
+                           CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """The ordering the fused rungs rely on, exercised at a rung's own settings (warps, register cap, slices, y
     rows, cache hints, slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices,
     passes _slot_barrier, reads the slot back in Y_CHUNK-channel rows (every thread reading what other warps
     wrote), and passes the barrier again before the next round's stores, as the persistent walk does between
     tiles; then releases the slot as a tile does after its last use (_release_slot). Each read is compared with what this round wrote: a load ordered before another thread's
     store reads the last round's value (or another program's), a store ordered before another thread's load
-    overwrites it with the next round's. Writes (violations, elements compared) at record_ptr + 2 * program."""
+    overwrites it with the next round's. Writes (violations, elements compared, 0, the run's stamp) at record_ptr +
+    4 * program (_stamped_record)."""
     program = tl.program_id(0)
     slot = slots_ptr + program * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
@@ -631,8 +642,7 @@ def _ordering_check_kernel(slots_ptr, record_ptr, ROUNDS: tl.constexpr, GROUP: t
             compared += tl.sum(tl.sum(tl.where(expected >= -127.0, 1, 0), 1), 0)
         _slot_barrier()
     _release_slot(slot, GROUP, CUDA_ARCH)
-    field = tl.arange(0, 2)
-    tl.store(record_ptr + 2 * program + field, tl.where(field == 0, violations, compared))
+    _stamped_record(record_ptr + 4 * program, violations, compared, 0, stamp)
 
 
 # ---------------------------------------------------------------- the two-pass kernels: no scratch, no reload
@@ -1274,16 +1284,17 @@ def _witness_int8_differ(got, expected, expected_scale, EXACT: tl.constexpr):
         return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
 
 
-@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED)
+@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
 def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_ptr, expected_gs_ptr,
-                          expected_yq_ptr, expected_ys_ptr, record_ptr, M, H, stride_gq, stride_gs, stride_yq,
+                          expected_yq_ptr, expected_ys_ptr, record_ptr, stamp, M, H, stride_gq, stride_gs, stride_yq,
                           stride_ys, CHANNELS: tl.constexpr, SLICE: tl.constexpr, EXACT: tl.constexpr,
                           INDEX_64: tl.constexpr):
     """Compares every output element with the region's expectation at its place (_witness_tags), a tile a step in
-    SLICE-row slices, and writes each program's record of each output (_witness_merge) at record_ptr + program * 16
-    + output * 4. The expectations, row-major: grad_input 128 rows of 2 * CHANNELS int8 (the gate half's channels,
-    then the up half's) and of 2 * CHANNELS / 128 scales; y_q_t CHANNELS rows of 128, y_s_t CHANNELS scales. An
-    element's code is its program's step times 32768 and its place in the tile (witness_findings decodes it)."""
+    SLICE-row slices, and writes each program's record of each output (_witness_merge, and the run's stamp:
+    _stamped_record) at record_ptr + program * 16 + output * 4. The expectations, row-major: grad_input 128 rows of
+    2 * CHANNELS int8 (the gate half's channels, then the up half's) and of 2 * CHANNELS / 128 scales; y_q_t CHANNELS
+    rows of 128, y_s_t CHANNELS scales. An element's code is its program's step times 32768 and its place in the tile
+    (witness_findings decodes it)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     groups = CHANNELS // 128
@@ -1335,12 +1346,11 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                 code)
         tile += tl.num_programs(0)
         step += 1
-    field = tl.arange(0, 4)
     base_ptr = record_ptr + program * 16
-    tl.store(base_ptr + field, tl.where(field == 0, gq_count, tl.where(field == 1, gq_compared, gq_first)))
-    tl.store(base_ptr + 4 + field, tl.where(field == 0, gs_count, tl.where(field == 1, gs_compared, gs_first)))
-    tl.store(base_ptr + 8 + field, tl.where(field == 0, yq_count, tl.where(field == 1, yq_compared, yq_first)))
-    tl.store(base_ptr + 12 + field, tl.where(field == 0, ys_count, tl.where(field == 1, ys_compared, ys_first)))
+    _stamped_record(base_ptr, gq_count, gq_compared, gq_first, stamp)
+    _stamped_record(base_ptr + 4, gs_count, gs_compared, gs_first, stamp)
+    _stamped_record(base_ptr + 8, yq_count, yq_compared, yq_first, stamp)
+    _stamped_record(base_ptr + 12, ys_count, ys_compared, ys_first, stamp)
 
 # ---------------------------------------------------------------- backends, routes and launch settings
 
@@ -1700,7 +1710,7 @@ def _groups_a_store(groups, most):
 
 # The witness's own arguments beyond KERNEL_ARGUMENTS, and their Triton types.
 _WITNESS_ARGUMENTS = (("expected_gq_ptr", "*i8"), ("expected_gs_ptr", "*fp32"), ("expected_yq_ptr", "*i8"),
-                      ("expected_ys_ptr", "*fp32"), ("record_ptr", "*i32"), ("buffer_ptr", "*i32"))
+                      ("expected_ys_ptr", "*fp32"), ("record_ptr", "*i32"), ("stamp", "i32"), ("buffer_ptr", "*i32"))
 
 
 def _signature(kernel):
@@ -1775,7 +1785,7 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
     if route.ordering:  # at the route's own settings and options, as it must prove their ordering
         launches.append(KernelLaunch(
             "ordering", _ordering_check_kernel, (min(_ORDERING_SIZE["PROGRAMS"], backend.max_grid[0]), 1, 1),
-            {"slots_ptr": "*bf16", "record_ptr": "*i32"},
+            {"slots_ptr": "*bf16", "record_ptr": "*i32", "stamp": "i32"},
             {"ROUNDS": _ORDERING_SIZE["ROUNDS"], "GROUP": GROUP_SIZE, "CHUNK": settings.chunk,
              "Y_CHUNK": settings.y_chunk, "CUDA_ARCH": route_constexprs["CUDA_ARCH"]}, options))
     if route.two_pass:
@@ -2600,7 +2610,7 @@ def _ordering_pairs(plan, device):
     if launch is None:
         return []
     return [(launch, (torch.empty(16, dtype=torch.bfloat16, device=device),
-                      torch.empty(16, dtype=torch.int32, device=device)))]
+                      torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
 def _proof_scope(proof, device, key, specialization):
@@ -2612,21 +2622,46 @@ def _proof_scope(proof, device, key, specialization):
     return key, specialization
 
 
+# Each run of a proof's check kernel stores a stamp of its own in each of its records (_stamped_record): a record
+# holding another stamp was not written by that run (a store the compiler dropped, a launch that did not run, memory
+# that a caching allocator handed back holding an earlier run's record, which a verdict would otherwise read as the
+# run's own), and the proof cannot judge. Stamps count up in the process, from a value far above a record's counts.
+_STAMPS = itertools.count(0x5EA10000)
+
+
+def _stamp():
+    return next(_STAMPS) % 2**31
+
+
+def _unstamped(values, stamp):
+    """Why the records of a proof's check kernel (four int32 each, the stamp last) are not all its run's (stamp), or
+    None where they are."""
+    stale = [value for value in values[3::4] if value != stamp]
+    if not stale:
+        return None
+    return (f"its check kernel did not write {len(stale)} of its {len(values) // 4} records (one holds the stamp "
+            f"{stale[0]}, not its run's {stamp})")
+
+
 def _ordering_verdict(device, key, found, args):
     """Runs the ordering check planned with a call's launches (_ordering_check_kernel) and reads its records: any
     violation is a race, which costs every rung relying on the ordering (Verdict.mechanism)."""
     launch = device.proof_launches[key]["ordering"]
     programs = launch.grid[0]
     slots = torch.empty(programs * GROUP_SIZE * GROUP_SIZE, dtype=torch.bfloat16, device=args[0].device)
-    record = torch.empty(2 * programs, dtype=torch.int32, device=args[0].device)
-    launch.kernel[launch.grid](slots, record, **launch.constexprs, **launch.options)
+    record = torch.empty(4 * programs, dtype=torch.int32, device=args[0].device)
+    stamp = _stamp()
+    launch.kernel[launch.grid](slots, record, stamp, **launch.constexprs, **launch.options)
     values = record.cpu().tolist()
-    violations, compared = sum(values[0::2]), sum(values[1::2])
+    unwritten = _unstamped(values, stamp)
+    if unwritten:
+        return Verdict(unjudged=unwritten)
+    violations, compared = sum(values[0::4]), sum(values[1::4])
     total = programs * launch.constexprs["ROUNDS"] * GROUP_SIZE * GROUP_SIZE
     if compared != total:
         return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements it wrote")
     if violations:
-        programs_hit = sum(1 for v in values[0::2] if v)
+        programs_hit = sum(1 for v in values[0::4] if v)
         mechanism = ROUTE_TABLE[device.route].ordering
         return Verdict(leave=f"its ordering check found {violations} of {total} reads of a program's scratch slot out "
                              f"of order, in {programs_hit} of {programs} programs (a race)", mechanism=mechanism)
@@ -2674,7 +2709,7 @@ def _witness_verdict(device, key, found, args):
     check, evict = plan["witness_check"], plan.get("witness_evict")
     x_w, grad_y_w = _same_layout(args[0]), _same_layout(args[1])
     named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), args)), **on_device, "x_ptr": x_w, "grad_y_ptr": grad_y_w,
-             "record_ptr": torch.empty(check.grid[0] * 16, dtype=torch.int32, device=x_w.device),
+             "record_ptr": torch.empty(check.grid[0] * 16, dtype=torch.int32, device=x_w.device), "stamp": 0,
              "buffer_ptr": torch.empty(evict.grid[0] * _EVICT_BLOCK if evict else 1, dtype=torch.int32,
                                        device=x_w.device)}
     pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()
@@ -2686,11 +2721,17 @@ def _witness_verdict(device, key, found, args):
     specialization = _specialization(witness_args[:8], args[10:16], device.specializes_on_storage_size)
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
+        named["stamp"] = _stamp()
         for launch, launch_args in pairs:
             if launch is check:
                 _launch_all(found, witness_args, specialization)
+                launch_args = tuple(named[name] for name in launch.signature)  # the run's stamp
             launch.kernel[launch.grid](*launch_args, **launch.constexprs, **launch.options)
-        runs.append(witness_findings(named["record_ptr"].cpu().tolist(), H))
+        values = named["record_ptr"].cpu().tolist()
+        unwritten = _unstamped(values, named["stamp"])
+        if unwritten:
+            return Verdict(unjudged=unwritten)
+        runs.append(witness_findings(values, H))
     if any(run != runs[0] for run in runs[1:]):
         counts = "; ".join(f"run {i + 1}: " + ", ".join(f"{o} {f[0]}" for o, f in zip(WITNESS_OUTPUTS, run))
                            for i, run in enumerate(runs))

@@ -12,6 +12,7 @@ import check
 import solution
 from fixtures.broken_solutions import PIPELINE_ALWAYS_DIFFERS, BROKEN, STATIC
 from fixtures.fake_solutions import FAKES, fake_source
+from fixtures.host_cheats import CHEATS, cheat_source
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--shapes", "256x256", "--seeds", "1"]
@@ -96,6 +97,21 @@ def test_fake_solution_fails_the_check_it_is_made_for(name, tmp_path):
     else:
         assert check_name in failed and any(detail in p for p in checks[check_name]["problems"]), checks
         assert f" {check_name}: " in proc.stdout or check_name == "exact"  # exact is printed only where it counts
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_outputs_computed_on_the_host_fail_triton_only_naming_what_reached_the_host(name, tmp_path):
+    """Each cheat reads x and grad_y to the host and moves numpy's outputs in its own way: only triton_only fails it
+    (it passes the judge's comparisons), and its first problems say what reached the host and what moved in."""
+    _, _, detail = CHEATS[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(cheat_source(name))
+    proc, report = run_check(path, tmp_path=tmp_path,
+                             fast=["--shapes", "128x128", "--seeds", "1", "--families", "randn"])
+    assert proc.returncode == 1 and failed_checks(report) == {"triton_only"}, proc.stdout
+    problems = report["rows"][0]["checks"]["triton_only"]["problems"]
+    assert detail in problems[0] and any(" host data" in p for p in problems), problems
+    assert f"    {problems[0]}" in proc.stdout.splitlines()
 
 
 def test_route_is_forced_through_the_environment_and_reported(tmp_path):

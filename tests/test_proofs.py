@@ -6,6 +6,7 @@ violated ordering costs every rung relying on the ordering at once; a fault of o
 and the next rung's bytes come out; a fault in the witness itself costs none."""
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -52,12 +53,16 @@ def _bytes(outputs):
     return [o.view(torch.uint8).clone() if o.dtype == torch.int8 else o.view(torch.int32).clone() for o in outputs]
 
 
-def _first_call(copy, M=128, H=256, family="heavy"):
+def _first_call(copy, M=128, H=256, family="heavy", torch_fault=False):
+    """(x, grad_y, the outputs, the solution's warnings) of a call, whose every path through the proofs (a rung left, a
+    race, an arbiter's verdict) passes check.py's triton_only; but where the fault is simulated with PyTorch ops
+    (torch_fault), which are the test's, not the solution's."""
     x, gy = harness.make_inputs(M, H, seed=7, family=family)
     out = harness.new_outputs(M, H)
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, watch_compute((x, gy), out) as watch:
         warnings.simplefilter("always")
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
+    assert torch_fault or (watch.host == [] and watch.ops == []), (watch.host, watch.ops)
     return x, gy, out, _said(caught)
 
 
@@ -127,7 +132,7 @@ def test_a_race_leaves_every_fused_rung_at_once_and_the_two_pass_rungs_bytes_com
                                                                                     solution_copy_dir, monkeypatch):
     copy = harness.load_solution(solution_copy_dir / name, name=f"proofs_{name[:-3]}")
     monkeypatch.setattr(copy, "_WITNESS_RUNS", 2)  # as on a device: the interpreter runs one (no race can show)
-    x, gy, out, said = _first_call(copy)
+    x, gy, out, said = _first_call(copy, torch_fault=name == "fault_fused_flaky.py")
     fused_here = [r for r in copy.BACKENDS["interpreter"].routes if r in FUSED]
     assert len(said) == 1, said
     routes = "routes" if len(fused_here) > 1 else "route"
@@ -214,13 +219,28 @@ def test_the_faults_are_of_different_kinds():
 
 def test_a_fault_in_the_witness_expectations_costs_no_rung(solution_copy_dir):
     copy = harness.load_solution(solution_copy_dir / "fault_witness_expectation.py", name="proofs_witness_fault")
-    x, gy, out, said = _first_call(copy, family="randn")
+    x, gy, out, said = _first_call(copy, family="randn")  # the arbiter's reads pass triton_only
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its expectation "
         "of y_q_t[") and ", where its arbiter computes " in said[0], said
     assert copy.route_for("cpu") == "generic_per_element" and not copy._devices[-1].left
     assert dict(copy.ladder_for("cpu"))["generic_per_element"].startswith(
         "taken (unproven by the witness: it cannot judge ")
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
+
+
+@pytest.mark.parametrize("name, proof", [("fault_witness_record_stale.py", "witness"),
+                                         ("fault_ordering_record_stale.py", "ordering")])
+def test_a_proof_cannot_pass_on_a_record_its_check_kernel_never_wrote(name, proof, solution_copy_dir):
+    """The proof's second run finds the first run's passing record in a buffer handed back untouched, its check kernel's
+    launch not run: it cannot judge, and no rung is left."""
+    copy = harness.load_solution(solution_copy_dir / name, name=f"stale_{proof}")
+    x, gy, out, said = _first_call(copy)
+    assert len(said) == 1 and re.fullmatch(
+        rf"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this interpreter device \(its check "
+        r"kernel did not write (\d+) of its \1 records \(one holds the stamp (\d+), not its run's (?!\2)\d+\)\): the "
+        r"generic route and every later one run unproven by it", said[0]), said
+    assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
@@ -253,7 +273,7 @@ def test_a_check_kernel_that_expects_wrong_costs_no_rung(monkeypatch):
         return lists, {**on_device, "expected_gq_ptr": changed}
 
     monkeypatch.setattr(solution, "_witness_expectations", one_wrong)
-    x, gy, out, said = _first_call(solution, family="randn")
+    x, gy, out, said = _first_call(solution, family="randn", torch_fault=True)
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its check "
         "kernel found grad_input_q[") and said[0].endswith(
@@ -485,7 +505,7 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
 
     def findings(outputs):
         record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
-        check.kernel[check.grid](*outputs, *on_device.values(), record, M, H, *(o.stride(0) for o in outputs),
+        check.kernel[check.grid](*outputs, *on_device.values(), record, 1, M, H, *(o.stride(0) for o in outputs),
                                  **{**check.constexprs, "SLICE": rows}, **check.options)
         return solution.witness_findings(record.tolist(), H)
 
@@ -626,6 +646,10 @@ def test_the_first_call_with_its_witness_runs_no_pytorch_compute(route, monkeypa
     monkeypatch.setattr(solution, "_devices", {})
     x, gy = harness.make_inputs(128, 256, seed=4)
     out = harness.new_outputs(128, 256)
-    with harness.route_forced(route), watch_compute() as watch:
+    with harness.route_forced(route), watch_compute((x, gy), out) as watch:
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
-    assert watch.ops == [] and watch.launches >= 4  # the input, the call's own kernels, the check, the call
+    assert watch.ops == [] and watch.host == []
+    assert watch.launches >= 4  # the input, the call's own kernels, the check, the call
+    # The witness's expectations, uploaded in this call, were seen: its check kernel, handed them and the outputs, had
+    # the outputs' bytes compared around it.
+    assert watch.compared_launches == 1

@@ -54,6 +54,13 @@ or that show only under a race:
   fault_mixed_signs_portable.py, fault_many_binades_portable.py  the same two faults in portable.py (the native rungs).
   fault_witness_expectation.py  the witness's expected y is computed 1 + 2**-6 too large: no rung is wrong, and
                                 none may be left for it (the arbiter lays the difference at the witness's door).
+The copies whose proof reads a record its check kernel never wrote: each proof runs twice where it runs (as when a
+shape is proven again, for another specialization or after a rung is left), its check kernel's launches after the
+first do not run, and its record is the last one of its size, handed back untouched as a caching allocator hands
+back a freed block; the first run's passing record is what the second reads. The proof should not pass on it, but
+warn that it cannot judge, and no rung be left:
+  fault_witness_record_stale.py   the witness's check kernel and record.
+  fault_ordering_record_stale.py  the ordering check's.
 Each change is appended to the solution's text or replaces a line of it (once; every tl.fma for
 fault_fma_split.py): a change that no longer applies stops the tool with a one-line error rather than
 writing a copy that is not what its name says.
@@ -164,6 +171,40 @@ class _FlakyKernel:
 
 _silu_mul_quant_kernel = _FlakyKernel(_silu_mul_quant_kernel)
 '''
+STALE_RECORDS = '''
+
+# solution_copies.py: a check kernel whose launches after the first do not run, a record buffer handed back untouched,
+# and a proof run twice where it runs.
+class _FirstLaunchOnly:
+    def __init__(self, kernel):
+        self.kernel, self.launched = kernel, False
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __getitem__(self, grid):
+        def launched(*args, **kwargs):
+            if not self.launched:
+                self.launched = True
+                return self.kernel[grid](*args, **kwargs)
+        return launched
+
+
+_HANDED_BACK = {}
+
+
+def _handed_back(size, device):
+    if (size, str(device)) not in _HANDED_BACK:
+        _HANDED_BACK[size, str(device)] = torch.empty(size, dtype=torch.int32, device=device)
+    return _HANDED_BACK[size, str(device)]
+
+
+def _twice(verdict_of):
+    def proven_twice(*args):
+        first = verdict_of(*args)
+        return first if first.leave or first.unjudged else verdict_of(*args)
+    return proven_twice
+'''
 Y_SCALES_STORE = "        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)\n"
 # name: ([(old, new, times)], text appended), made from solution.py itself: one structural fault each.
 STRUCTURAL = {
@@ -198,6 +239,16 @@ STRUCTURAL = {
     "fault_fused_barrier_call.py": (
         [(FUSED_BARRIER_CALL, "    pass  # solution_copies.py: no barrier between parking y and reading it back\n",
           1)], ""),
+    "fault_witness_record_stale.py": (
+        [("torch.empty(check.grid[0] * 16, dtype=torch.int32, device=x_w.device)",
+          "_handed_back(check.grid[0] * 16, x_w.device)", 1)],
+        STALE_RECORDS + "\n\n_witness_check_kernel = _FirstLaunchOnly(_witness_check_kernel)\n"
+                        "_PROOF_RUNS[\"witness\"] = _twice(_PROOF_RUNS[\"witness\"])\n"),
+    "fault_ordering_record_stale.py": (
+        [("    record = torch.empty(4 * programs, dtype=torch.int32, device=args[0].device)\n",
+          "    record = _handed_back(4 * programs, args[0].device)\n", 1)],
+        STALE_RECORDS + "\n\n_ordering_check_kernel = _FirstLaunchOnly(_ordering_check_kernel)\n"
+                        "_PROOF_RUNS[\"ordering\"] = _twice(_PROOF_RUNS[\"ordering\"])\n"),
     "fault_witness_expectation.py": (
         [("    y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))\n",
           "    y = _bf16_round(_f32([a * u * 1.015625 for a, u in zip(silu, up)]))\n", 1)], ""),
