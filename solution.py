@@ -605,7 +605,7 @@ def _ordering_value(program, rnd, token, channel):
 
 @triton.jit
 def _stamped_record(ptr, count, compared, first, stamp):
-    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_stamp), and tells the
+    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_run_stamp), and tells the
     host that this run wrote the record (_unstamped)."""
     field = tl.arange(0, 4)
     tl.store(ptr + field, tl.where(field == 0, count, tl.where(field == 1, compared,
@@ -2629,7 +2629,7 @@ def _proof_scope(proof, device, key, specialization):
 _STAMPS = itertools.count(0x5EA10000)
 
 
-def _stamp():
+def _run_stamp():
     return next(_STAMPS) % 2**31
 
 
@@ -2650,7 +2650,7 @@ def _ordering_verdict(device, key, found, args):
     programs = launch.grid[0]
     slots = torch.empty(programs * GROUP_SIZE * GROUP_SIZE, dtype=torch.bfloat16, device=args[0].device)
     record = torch.empty(4 * programs, dtype=torch.int32, device=args[0].device)
-    stamp = _stamp()
+    stamp = _run_stamp()
     launch.kernel[launch.grid](slots, record, stamp, **launch.constexprs, **launch.options)
     values = record.cpu().tolist()
     unwritten = _unstamped(values, stamp)
@@ -2721,7 +2721,7 @@ def _witness_verdict(device, key, found, args):
     specialization = _specialization(witness_args[:8], args[10:16], device.specializes_on_storage_size)
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
-        named["stamp"] = _stamp()
+        named["stamp"] = _run_stamp()
         for launch, launch_args in pairs:
             if launch is check:
                 _launch_all(found, witness_args, specialization)

@@ -239,8 +239,8 @@ def test_a_proof_cannot_pass_on_a_record_its_check_kernel_never_wrote(name, proo
     assert len(said) == 1 and re.fullmatch(
         rf"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this interpreter device \(its check "
         r"kernel did not write (\d+) of its \1 records \(one holds the stamp (\d+), not its run's (?!\2)\d+\)\): the "
-        r"generic route and every later one run unproven by it", said[0]), said
-    assert copy.route_for("cpu") == "generic" and not copy._devices[-1].left
+        r"generic_per_element route and every later one run unproven by it", said[0]), said
+    assert copy.route_for("cpu") == "generic_per_element" and not copy._devices[-1].left
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
