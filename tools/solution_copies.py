@@ -278,16 +278,22 @@ def copies(solution_text):
     return made
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def write_copies(description, make):
+    """The command line of a tool that writes copies of a solution: OUTDIR [--solution PATH], each copy that
+    make(solution text) returns ({file name: text}) written into OUTDIR and its path printed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("outdir")
     parser.add_argument("--solution", default=str(ROOT / "solution.py"))
     args = parser.parse_args()
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in copies(Path(args.solution).read_text()).items():
+    for name, text in make(Path(args.solution).read_text()).items():
         (out / name).write_text(text)
         print(out / name)
+
+
+def main():
+    write_copies(__doc__.splitlines()[0], copies)
 
 
 if __name__ == "__main__":

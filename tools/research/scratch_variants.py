@@ -7,12 +7,11 @@ The gen_ copies change `generic`, a route dropped since: they need a solution th
 records in results/scratch-bytes-2026-11-28/ ran).
 Usage: python tools/research/scratch_variants.py OUTDIR [--solution PATH]
 """
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from solution_copies import MTHREADS_SETTINGS, PORTABLE, ROOT  # noqa: E402
+from solution_copies import MTHREADS_SETTINGS, PORTABLE, write_copies  # noqa: E402
 
 # name: (route, the Route fields changed); "base" changes none.
 VARIANTS = {
@@ -40,18 +39,17 @@ def variant_text(solution_text, route, fields, launch=""):
 
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--solution", default=str(ROOT / "solution.py"))
-    args = parser.parse_args()
-    out = Path(args.outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    text = Path(args.solution).read_text()
+def copies(solution_text):
+    """{file name: text} of every variant, and of each with Moore Threads' launch (mt_)."""
+    made = {}
     for name, (route, fields) in VARIANTS.items():
-        (out / f"{name}.py").write_text(variant_text(text, route, fields))
-        (out / f"mt_{name}.py").write_text(variant_text(text, route, fields, MTHREADS_SETTINGS))
-        print(out / f"{name}.py", out / f"mt_{name}.py")
+        made[f"{name}.py"] = variant_text(solution_text, route, fields)
+        made[f"mt_{name}.py"] = variant_text(solution_text, route, fields, MTHREADS_SETTINGS)
+    return made
+
+
+def main():
+    write_copies(__doc__.splitlines()[0], copies)
 
 
 if __name__ == "__main__":

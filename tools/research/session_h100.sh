@@ -38,7 +38,7 @@ case $part in
       run "check-$stale-record-stale" python3 check.py --strict --seeds 1 --solution "copies/fault_${stale}_record_stale.py" \
         --json "$(J "check-$stale-record-stale")"; done ;;
   b)
-    for route in native native_per_element generic_per_element native_two_pass plain; do
+    for route in ${ROUTES_STRICT-native native_per_element generic_per_element native_two_pass plain}; do  # ROUTES_STRICT="" skips them
       run "check-route-$route" python3 check.py --strict --seeds 1 --shapes benchmark --route "$route" \
         --json "$(J "check-route-$route")"; done
     run cold-start-auto python3 tools/cold_start.py --runs 3
