@@ -30,7 +30,8 @@ assembly, which is produced before linking, is checked instead, and the row says
 
 On cuda each compile's PTX also goes through the ptxas that Triton bundles, with -v, as Triton runs it:
 the row gives the kernel's registers, spill stores and loads, and Triton's shared memory bytes, and on a
-target whose SM limits are known (SM_LIMITS: sm_80, the A100) how many programs an SM holds.
+target whose SM limits are known (SM_LIMITS: sm_80, the A100) how many programs an SM holds. On hip the row gives
+the AMDGCN's own VGPRs, SGPRs, spills, scratch bytes and waves a SIMD, linked or not (parse_amdgcn_usage).
 
 An npu target (Ascend, e.g. npu:Ascend910B3) compiles only under triton-ascend, with ascendnpu-ir's
 bishengir-compile: see _prepare_npu_toolchain. There the stores are counted in the HIVM IR that
@@ -316,6 +317,20 @@ def parse_ptxas_verbose(text):
     return usage
 
 
+# The AMDGPU code object's own figures, as LLVM writes them into the assembly (its metadata and its kernel-info
+# comments): registers a lane, spills, scratch bytes a lane and waves a SIMD.
+AMDGCN_USAGE = {"vgprs": r"\.vgpr_count:\s+(\d+)", "sgprs": r"\.sgpr_count:\s+(\d+)",
+                "vgpr_spills": r"\.vgpr_spill_count:\s+(\d+)", "sgpr_spills": r"\.sgpr_spill_count:\s+(\d+)",
+                "scratch": r"\.private_segment_fixed_size:\s+(\d+)", "occupancy": r";\s*Occupancy:\s+(\d+)"}
+
+
+def parse_amdgcn_usage(asm):
+    """{vgprs, sgprs, vgpr_spills, sgpr_spills, scratch, occupancy} of the one kernel in an AMDGCN assembly (None
+    where it does not say), or None where it says none of them."""
+    usage = {key: int(m.group(1)) if (m := re.search(pattern, asm)) else None for key, pattern in AMDGCN_USAGE.items()}
+    return usage if any(v is not None for v in usage.values()) else None
+
+
 def _ptxas_path(arch):
     """The ptxas this Triton compiles with (its bundled one, or TRITON_PTXAS_PATH), however the version
     names it."""
@@ -502,11 +517,12 @@ def compile_one(job, solution_path):
     if job["backend"] == "cuda" and "ptx" in stages_seen:
         with tempfile.TemporaryDirectory(prefix="ptxas-usage-") as workdir:
             usage = ptxas_usage(stages_seen["ptx"], job["arch"], launch.options, workdir)
+    amdgcn = parse_amdgcn_usage(stages_seen["amdgcn"]) if "amdgcn" in stages_seen else None
     return {"sites": _count_store_sites(ttir), "stores": stores,
             "asm": toolchain.asm, "binary": no_binary is None, "no_binary": no_binary,
             "gathers": _count_ops(ttir, "tt.gather"), "inline_asm": _count_ops(ttir, "tt.elementwise_inline_asm"),
             "ttir": "\n".join(_ttir_lines(ttir)), "threads": launch.options.get("num_warps", 4) * job["warp_size"],
-            "shared": shared, "ptxas": usage,
+            "shared": shared, "ptxas": usage, "amdgcn": amdgcn,
             **({"ub": ub_plan(stages_seen[toolchain.stage], "".join(bishengir_stderr))}
                if job["backend"] == "npu" else {})}
 
@@ -885,9 +901,11 @@ def compile_verdict(proc):
 
 def usage_text(result):
     """"80 registers, 0/0 B spilled (stores/loads), 33792 B shared" for a compile result with ptxas'
-    usage (cuda), else Triton's shared bytes alone where known; on npu "UB 88.7 KB of 192 KB planned"
+    usage (cuda); "80 VGPRs, 48 SGPRs, 0/0 spilled (VGPRs/SGPRs), 0 B scratch a lane, 6 waves/SIMD, 8192 B shared"
+    with the AMDGCN's own (hip); else Triton's shared bytes alone where known; on npu "UB 88.7 KB of 192 KB planned"
     (ub_text); else ""."""
     usage = result.get("ptxas") or {}
+    amdgcn = result.get("amdgcn") or {}
     shared = result.get("shared")
     parts = [ub_text(result["ub"])] if result.get("ub") else []
     if usage.get("error"):
@@ -895,6 +913,10 @@ def usage_text(result):
     elif usage.get("registers") is not None:
         parts.append(f"{usage['registers']} registers, {usage['spill_stores']}/{usage['spill_loads']} B spilled "
                      f"(stores/loads)")
+    if amdgcn.get("vgprs") is not None:
+        parts.append(f"{amdgcn['vgprs']} VGPRs, {amdgcn['sgprs']} SGPRs, {amdgcn['vgpr_spills']}/"
+                     f"{amdgcn['sgpr_spills']} spilled (VGPRs/SGPRs), {amdgcn['scratch']} B scratch a lane"
+                     + (f", {amdgcn['occupancy']} waves/SIMD" if amdgcn.get("occupancy") is not None else ""))
     if shared is not None:
         parts.append(f"{shared} B shared")
     return ", ".join(parts)

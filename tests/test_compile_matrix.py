@@ -50,6 +50,8 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_p
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row
         if row["target"] == "cuda:90":
             assert row["result"]["ptxas"]["registers"] > 0 and row["result"]["shared"] is not None, row
+        else:  # the AMDGCN's own figures, linked or not
+            assert row["result"]["amdgcn"]["vgprs"] > 0 and row["result"]["amdgcn"]["occupancy"] > 0, row
         assert "ttir" not in row["result"]
 
 
@@ -186,6 +188,29 @@ def test_the_usage_shows_in_a_compiles_detail():
     result = {"ptxas": compile_matrix.parse_ptxas_verbose(PTXAS_VERBOSE), "shared": 8192}
     assert compile_matrix.usage_text(result) == "80 registers, 8/8 B spilled (stores/loads), 8192 B shared"
     assert compile_matrix.usage_text({"ptxas": None, "shared": None}) == ""
+
+
+AMDGCN = """
+; NumVgprs: 80
+; ScratchSize: 16
+; Occupancy: 6
+amdhsa.kernels:
+  - .group_segment_fixed_size: 8192
+    .private_segment_fixed_size: 16
+    .sgpr_count:     48
+    .sgpr_spill_count: 2
+    .vgpr_count:     80
+    .vgpr_spill_count: 4
+"""
+
+
+def test_an_amdgcn_assembly_gives_registers_spills_scratch_and_waves():
+    assert compile_matrix.parse_amdgcn_usage(AMDGCN) == {"vgprs": 80, "sgprs": 48, "vgpr_spills": 4,
+                                                         "sgpr_spills": 2, "scratch": 16, "occupancy": 6}
+    assert compile_matrix.parse_amdgcn_usage("s_endpgm") is None
+    result = {"amdgcn": compile_matrix.parse_amdgcn_usage(AMDGCN), "shared": 8192}
+    assert compile_matrix.usage_text(result) == ("80 VGPRs, 48 SGPRs, 4/2 spilled (VGPRs/SGPRs), 16 B scratch a lane, "
+                                                 "6 waves/SIMD, 8192 B shared")
 
 
 A100 = compile_matrix.SM_LIMITS[("cuda", 80)]
