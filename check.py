@@ -63,18 +63,22 @@ HOST_TRAFFIC_ALLOWED = (
     ("uploads into fresh tensors",
      "host data may fill tensors that share no memory with x, grad_y or the outputs; a launch handed it, or a tensor "
      "that such a launch took, may read the outputs but must leave every byte of them as it was. The witness uploads "
-     "its expectations once per device, and its check kernel compares the outputs with them"),
+     "its expectations once per device, and its check kernel compares the outputs with them. A constant that an "
+     "output-writing kernel reads (a lookup table computed on the host) is host data during a call: upload it before "
+     "the call, or compute it with a Triton kernel, as the sigmoid table is"),
     ("read-back of what holds none of the inputs",
      "a tensor that shares no memory with x, grad_y, the outputs, or a tensor that a launch handed x or grad_y took, "
      "may be read to the host. The proofs' records, the probe's verdict and the sigmoid table are read back so"),
     ("single elements of an output that holds none of the inputs",
-     "one element at a time, before any launch handed x or grad_y takes the output. The witness's arbiter reads an "
-     "element of the witness's bytes back, to judge it again on the host"),
+     "one element at a time, copied (not a view of its memory, which the host could write), before any launch handed "
+     "x or grad_y takes the output. The witness's arbiter reads an element of the witness's bytes back, to judge it "
+     "again on the host"),
 )
 # Under the interpreter host and device are one: these reach a tensor's data with no PyTorch op, and are watched by
 # name while a call runs. The methods are watched on host tensors only (on a device data reaches the host through a
 # copy, which the dispatch sees); the constructors that dispatch nothing mark what they make as host data.
 HOST_METHODS = ("numpy", "tolist", "__array__", "__dlpack__", "__reduce_ex__")
+ALIASING_HOST_METHODS = ("numpy", "__array__", "__dlpack__")  # a view of the tensor's memory, not a copy
 HOST_CONSTRUCTORS = ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "from_dlpack")
 # Branches the numerics check does not read: code for where libdevice does not exist (the interpreter,
 # Ascend), whose tl.exp is the only exp there; code that divides with the backend's own division where
@@ -137,7 +141,7 @@ CHECKS = (
           + "; ".join(f"({i}) {what}: {why}" for i, (what, why) in enumerate(HOST_TRAFFIC_ALLOWED, 1))),
     Check("layouts", True, ALWAYS, "row-strided views (unit column stride) of wider buffers, inputs and outputs, "
           "give the same bytes as contiguous tensors and leave the padding columns untouched (first seed and "
-          "family)"),
+          "family; triton_only watches these calls too)"),
     Check("exact", True, WITH_STRICT_ON_A_GPU, "0 bytes differ from the reference, a NaN equal to any NaN"),
     Check("single_file", False, ALWAYS, "imports only torch, triton, numpy, the standard library; the function "
           "defined at top level"),
@@ -300,9 +304,10 @@ class ComputeWatch(TorchDispatchMode):
 
     What it cannot see: memory reached through ctypes, through a pointer handed to a kernel as an integer or reached
     from another argument's pointer; torch._C.TensorBase's methods called directly or a watched method or constructor
-    bound before the call; torch.save; a kernel's device_print; under the interpreter, Python run inside a kernel's
-    body. A solution that goes to such lengths cheats on purpose; triton_only fails one that computes its outputs on
-    the host and moves them in by ordinary means.
+    bound before the call; a compiled kernel's run called with no Triton launcher in between; torch.save; a kernel's
+    device_print; under the interpreter, Python run inside a kernel's body. A solution that goes to such lengths
+    cheats on purpose; triton_only fails one that computes its outputs on the host and moves them in by ordinary
+    means.
 
     Ops issued inside a Triton launch (the interpreter copies tensors to and from the host), and the watch's own,
     belong to the launch or the watch, not to the solution, and are not counted.
@@ -355,16 +360,19 @@ class ComputeWatch(TorchDispatchMode):
     def _output_at(self, footprint):
         return next((name for name, _, held in self.outputs if _overlap(held, footprint)), None)
 
-    def read(self, t, how):
+    def read(self, t, how, aliases=False):
         """t's data reached the host (how): a problem where it holds the inputs' data (or may), or where it is an
-        output's beyond one element."""
+        output's beyond one element, or at all where the host gets a view of its memory, which it can write
+        (aliases: .numpy(), __array__, __dlpack__ under the interpreter), not a copy."""
         footprint = _footprint(t)
         origin = self.from_inputs.find(footprint)
         if origin is not None:
             self.problem(f"{how} read {origin} to the host")
             return
         output = self._output_at(footprint)
-        if output is not None and t.numel() != 1:
+        if output is not None and aliases:
+            self.problem(f"{how} handed the host a writable view of {output}")
+        elif output is not None and t.numel() != 1:
             self.problem(f"{how} read {t.numel()} elements of {output} to the host (an output may be read one element "
                          "at a time, before a launch handed x or grad_y takes it: the witness's arbiter)")
 
@@ -477,13 +485,16 @@ def _overlap(a, b):
 
 
 def _launch_arguments(args, kwargs):
-    """A launch's arguments that point at memory (tensors, tensor descriptors, pointer-like objects), in a list or
-    tuple too."""
+    """A launch's arguments that point at memory (tensors, tensor descriptors, pointer-like objects), however deep in
+    lists and tuples (named tuples too: Triton takes nested tuples as arguments)."""
     found = []
-    for argument in list(args) + list(kwargs.values()):
-        for item in argument if isinstance(argument, (list, tuple)) else (argument,):
-            if _footprint(item) is not None:
-                found.append(item)
+    pending = list(args) + list(kwargs.values())
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif _footprint(item) is not None:
+            found.append(item)
     return found
 
 
@@ -602,7 +613,7 @@ def watch_compute(inputs=(), outputs=()):
         def method(self, *args, **kwargs):
             if watch._inside_launch or self.device.type != "cpu":
                 return original(self, *args, **kwargs)
-            watch.read(self, f".{name}()")
+            watch.read(self, f".{name}()", aliases=name in ALIASING_HOST_METHODS)
             with watch.own():  # __array__ calls numpy(): one read
                 return original(self, *args, **kwargs)
         return method
@@ -707,8 +718,9 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
     inputs (contiguous_outputs; a NaN equals any NaN), the padding must be untouched and the inputs
     unchanged. Judged against the contiguous call, not the reference, so that it tests the layout
     alone, on the CPU too; the contiguous call is held to the reference by judge and exact.
-    A ValueError refusing a layout fails too: any row stride with unit column stride must work."""
-    problems = []
+    A ValueError refusing a layout fails too: any row stride with unit column stride must work. Returns (the
+    layouts problems, the triton_only problems of these calls: the same watch as the contiguous call's)."""
+    problems, outside_triton = [], []
     for layout, extra in LAYOUTS.items():
         x_view, x_buffer = padded_view(x.shape, x.dtype, device, extra["x"], INPUT_PADDING)
         gy_view, gy_buffer = padded_view(grad_y.shape, grad_y.dtype, device, extra["grad_y"], INPUT_PADDING)
@@ -719,11 +731,14 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
                                        for name, t in zip(harness.OUTPUT_NAMES, contiguous_outputs)))
         padding_before = [b[:, v.shape[1]:].clone() for v, b in zip(out_views, out_buffers)]
         try:
-            fn(x_view, gy_view, *out_views)
-            _sync(device)
+            with watch_compute((x_view, gy_view), out_views) as watch:  # triton_only's rules, on these calls too
+                fn(x_view, gy_view, *out_views)
+                _sync(device)
         except Exception as exc:
             problems.append(f"{layout}: raised {type(exc).__name__}: {exc}")
             continue
+        outside_triton += [f"{layout} layout: {problem}" for problem in
+                           watch.host + [f"PyTorch compute op during the call: {op}" for op in sorted(set(watch.ops))]]
         problems += [f"{layout}: {n} bytes of {name} differ from the contiguous call's"
                      for name, v, e in zip(harness.OUTPUT_NAMES, out_views, contiguous_outputs)
                      if (n := harness.differing_bytes(v, e))]
@@ -732,7 +747,7 @@ def check_layouts(fn, x, grad_y, contiguous_outputs, device):
                      if not _same_bits(b[:, v.shape[1]:], before)]
         if not (_same_bits(x_buffer, inputs_before[0]) and _same_bits(gy_buffer, inputs_before[1])):
             problems.append(f"{layout}: the x or grad_y buffer changed")
-    return problems
+    return problems, outside_triton
 
 
 class Run(NamedTuple):
@@ -778,7 +793,9 @@ def check_shape(fn, reference, label, M, H, seeds, families, device, first_run=N
             harness.add_totals(row, call.comparison["totals"])
 
             if seed == 0 and family == families[0]:
-                record("layouts", check_layouts(fn, x, gy, outputs, device), where)
+                layout_problems, outside_triton = check_layouts(fn, x, gy, outputs, device)
+                record("layouts", layout_problems, where)
+                record("triton_only", outside_triton, where)
                 # Replay: new inputs into the same buffers, outputs not re-poisoned.
                 x2, gy2 = harness.make_inputs(M, H, seed + 1000, family, device)
                 x.copy_(x2)

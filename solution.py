@@ -2627,8 +2627,9 @@ def _proof_scope(proof, device, key, specialization):
 # Each run of a proof's check kernel stores a stamp of its own in each of its records (_stamped_record): a record
 # holding another stamp was not written by that run (a store the compiler dropped, a launch that did not run, memory
 # that a caching allocator handed back holding an earlier run's record, which a verdict would otherwise read as the
-# run's own), and the proof cannot judge. Stamps count up in the process, from a value far above a record's counts.
-_STAMPS = itertools.count(0x5EA10000)
+# run's own), and the proof cannot judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a
+# record's counts, and another start for each copy of this module a process loads (their records share an allocator).
+_STAMPS = itertools.count(2**30 + int.from_bytes(os.urandom(4), "little") % 2**29)
 
 
 def _run_stamp():

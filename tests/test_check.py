@@ -114,6 +114,22 @@ def test_outputs_computed_on_the_host_fail_triton_only_naming_what_reached_the_h
     assert f"    {problems[0]}" in proc.stdout.splitlines()
 
 
+def test_a_solution_that_reads_only_strided_inputs_to_the_host_fails_triton_only(tmp_path):
+    """The layouts check's calls are watched as the contiguous ones are: the solution itself, but for a row-strided x
+    it reads x to the host first."""
+    path = tmp_path / "strided_reader.py"
+    path.write_text((ROOT / "solution.py").read_text() + (
+        "\n\n_solution_itself = silu_dot_fwd_bwd_quant_fuse\n\n\n"
+        "def silu_dot_fwd_bwd_quant_fuse(x, grad_y, *outputs, group_size=128):\n"
+        "    if x.stride(0) != x.shape[1]:\n"
+        "        x.tolist()\n"
+        "    return _solution_itself(x, grad_y, *outputs, group_size=group_size)\n"))
+    proc, report = run_check(path, tmp_path=tmp_path, fast=["--shapes", "128x128", "--seeds", "1", "--families", "randn"])
+    assert proc.returncode == 1 and failed_checks(report) == {"triton_only"}, proc.stdout
+    problems = report["rows"][0]["checks"]["triton_only"]["problems"]
+    assert problems and all(p.endswith("layout: .tolist() read x to the host") for p in problems), problems
+
+
 def test_route_is_forced_through_the_environment_and_reported(tmp_path):
     # A fake (the reference, NaN scales of another payload) that tells its route from the environment.
     path = tmp_path / "routed.py"

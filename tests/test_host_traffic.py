@@ -147,7 +147,31 @@ INTERPRETED_FORMS = {
     "host data through two launches": (lambda x, gy, out: _copy(_launder(torch.tensor([2.0] * 128)), out[3]),
                                        r"_copy_kernel, handed host data \(torch.tensor\), changed 128 bytes of "
                                        "y_s_t"),
+    "x in a nested tuple": (lambda x, gy, out: _nested_copy(x.view(torch.int16)[:1], _fresh_int16()).tolist(),
+                            ".tolist() read a tensor that _nested_copy_kernel took with x to the host"),
+    "host data in a nested tuple": (lambda x, gy, out: _nested_copy(torch.tensor([7] * 128, dtype=torch.int16),
+                                                                   out[3].view(torch.int16)[:1, :128]),
+                                    r"_nested_copy_kernel, handed host data \(torch.tensor\), changed \d+ bytes of "
+                                    "y_s_t"),
+    "a writable view of one output element": (lambda x, gy, out: out[3][0:1, 0:1].numpy(),
+                                              ".numpy() handed the host a writable view of y_s_t"),
 }
+
+
+@triton.jit
+def _nested_copy_kernel(pair, dst_ptr, N: tl.constexpr):
+    """Copies pair[0][0] into dst: its source reaches it inside a tuple of a tuple (Triton 3.3+ takes those)."""
+    offs = tl.arange(0, N)
+    tl.store(dst_ptr + offs, tl.load(pair[0][0] + offs))
+
+
+def _nested_copy(src, dst):
+    _nested_copy_kernel[(1,)](((src,),), dst, 128)
+    return dst
+
+
+def _fresh_int16():
+    return torch.empty(1, 128, dtype=torch.int16)
 
 
 def _launder(t):

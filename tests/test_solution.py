@@ -1,5 +1,8 @@
 """The real solution kernels against the reference, under the interpreter, and every bad-input error."""
 import contextlib
+import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -530,3 +533,16 @@ def _on_stand_in(t, device_type):
         def get_device(self):
             return 0
     return t.as_subclass(OnStandIn)
+
+
+def test_a_proofs_run_stamp_compiles_no_binary_of_its_own():
+    """The stamp changes every run: specialized, a stamp divisible by 16 (or equal to 1) would compile another binary
+    in the middle of a proof. Read from the JIT functions, which the interpreter replaces: in a process of its own."""
+    code = ("import solution\n"
+            "for kernel in (solution._witness_check_kernel, solution._ordering_check_kernel):\n"
+            "    assert 'stamp' in kernel.arg_names and 'stamp' in kernel.do_not_specialize, kernel\n"
+            "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=harness.ROOT, env=env,
+                          timeout=300)
+    assert proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -13,7 +13,7 @@ import solution
 
 RESEARCH = harness.ROOT / "tools" / "research"
 # Routes that finished research timed and that the solution has since dropped (PERF_NOTES.md says when and why): a
-# variant naming one reruns only against a solution of that time (its "solution").
+# variant naming one reruns only against a solution that still has it (445d650's), not against today's.
 RETIRED_ROUTES = {"generic"}
 
 

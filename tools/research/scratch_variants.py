@@ -43,6 +43,8 @@ def copies(solution_text):
     """{file name: text} of every variant, and of each with Moore Threads' launch (mt_)."""
     made = {}
     for name, (route, fields) in VARIANTS.items():
+        if route is not None and f'Route("{route}"' not in solution_text:
+            continue  # a route this solution no longer has (gen_: `generic`)
         made[f"{name}.py"] = variant_text(solution_text, route, fields)
         made[f"mt_{name}.py"] = variant_text(solution_text, route, fields, MTHREADS_SETTINGS)
     return made
