@@ -510,13 +510,18 @@ def _synchronize(device):
         synchronize(device)
 
 
+def _copy_target(args, kwargs):
+    """The device type an aten::_to_copy writes to: its device argument's, else its source's."""
+    return torch.device(kwargs.get("device") or args[0].device).type
+
+
 def _moves_bytes(name, args, kwargs):
     """A copy between the host and the device that keeps its dtype, or .item(): moves bytes, computes nothing (what it
     moves is _host_traffic's to judge)."""
     if name == "aten::_local_scalar_dense":
         return True
     if name == "aten::_to_copy":
-        target = torch.device(kwargs.get("device") or args[0].device).type
+        target = _copy_target(args, kwargs)
         return (kwargs.get("dtype") in (None, args[0].dtype) and target != args[0].device.type
                 and "cpu" in (target, args[0].device.type))
     if name == "aten::copy_":
@@ -532,7 +537,7 @@ def _host_traffic(name, args, kwargs):
     if name == "aten::_local_scalar_dense":
         return args[0], None
     if name == "aten::_to_copy":
-        return (args[0] if torch.device(kwargs.get("device") or args[0].device).type == "cpu" else None), None
+        return (args[0] if _copy_target(args, kwargs) == "cpu" else None), None
     if name == "aten::copy_":
         destination, source = args[0], args[1]
         return (source if destination.device.type == "cpu" else None), (
@@ -546,7 +551,7 @@ def _makes_host_data(name, args, kwargs):
     if name in ("aten::lift_fresh", "aten::lift_fresh_copy"):
         return True
     if name == "aten::_to_copy":
-        return args[0].device.type == "cpu" and torch.device(kwargs.get("device") or "cpu").type != "cpu"
+        return args[0].device.type == "cpu" and _copy_target(args, kwargs) != "cpu"
     return False
 
 
