@@ -15,10 +15,6 @@ set -uo pipefail
 part=${1:?usage: session_h100.sh a|b|p}
 case $part in a|b|p) ;; *) echo "unknown part $part: expected a, b or p"; exit 2 ;; esac
 . tools/research/records.sh
-strict_checks() {  # the automatic route and the portable copy, strict
-  run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
-  run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
-}
 case $part in
   a)
     strict_checks

@@ -18,10 +18,6 @@ set -uo pipefail
 part=${1:?usage: witness_h100.sh a|b|c|f|p}
 case $part in a|b|c|f|p) ;; *) echo "unknown part $part: expected a, b, c, f or p"; exit 2 ;; esac
 . tools/research/records.sh
-strict_checks() {  # the automatic route and the portable copy, strict
-  run check-auto python3 check.py --strict --seeds 1 --json "$(J check-auto)"
-  run check-portable python3 check.py --strict --seeds 1 --solution copies/portable.py --json "$(J check-portable)"
-}
 faults() {  # the fused kernel's own barrier call removed three times, the helper's barrier removed, later tiles
   for i in 1 2 3; do
     run "check-fused-barrier-call-$i" python3 check.py --strict --seeds 1 \
