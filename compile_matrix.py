@@ -31,7 +31,8 @@ assembly, which is produced before linking, is checked instead, and the row says
 On cuda each compile's PTX also goes through the ptxas that Triton bundles, with -v, as Triton runs it:
 the row gives the kernel's registers, spill stores and loads, and Triton's shared memory bytes, and on a
 target whose SM limits are known (SM_LIMITS: sm_80, the A100) how many programs an SM holds. On hip the row gives
-the AMDGCN's own VGPRs, SGPRs, spills, scratch bytes and waves a SIMD, linked or not (parse_amdgcn_usage).
+the AMDGCN's own VGPRs, SGPRs, spills, scratch bytes and waves a SIMD, linked or not (parse_amdgcn_usage), and
+Triton's shared memory bytes, from the compile's stages where it was not linked.
 
 An npu target (Ascend, e.g. npu:Ascend910B3) compiles only under triton-ascend, with ascendnpu-ir's
 bishengir-compile: see _prepare_npu_toolchain. There the stores are counted in the HIVM IR that
@@ -511,8 +512,11 @@ def compile_one(job, solution_path):
     ttir = stages_seen["ttir"]
     stores = len(re.findall(toolchain.store, stages_seen[toolchain.stage], re.M))
     metadata = getattr(compiled, "metadata", None)
-    # triton-ascend's metadata says 1 byte of shared memory whatever the kernel: its UB plan says instead.
-    shared = getattr(metadata, "shared", None) if job["backend"] != "npu" else None
+    # triton-ascend's metadata says 1 byte of shared memory whatever the kernel: its UB plan says instead. Where
+    # linking failed (hip before 3.5), what the stages before it set.
+    shared = None
+    if job["backend"] != "npu":
+        shared = getattr(metadata, "shared", stages_seen.shared)
     usage = None
     if job["backend"] == "cuda" and "ptx" in stages_seen:
         with tempfile.TemporaryDirectory(prefix="ptxas-usage-") as workdir:
@@ -584,12 +588,18 @@ def _keep_bishengir_stderr():
     return kept
 
 
+class _Stages(dict):
+    """{stage: its output as text}, and shared: the shared memory bytes that the stages set in the compile's metadata
+    (the LLVM IR stage does, before any binary; None until one does)."""
+    shared = None
+
+
 def _record_stages(backend):
-    """{stage: its output as text}, filled while triton.compile runs: it holds the stages reached even
-    when a later one (linking) fails."""
+    """_Stages filled while triton.compile runs: it holds the stages reached, and the shared memory bytes, even
+    when a later stage (linking) fails and there is no compiled kernel to ask."""
     from triton.backends import backends  # the classes triton.compile uses (some versions load them by path)
     Backend = backends[TOOLCHAINS[backend].triton_backend].compiler
-    seen = {}
+    seen = _Stages()
     add_stages = Backend.add_stages
 
     def recording_add_stages(self, stages, *args, **kwargs):
@@ -598,6 +608,8 @@ def _record_stages(backend):
             def recorded(src, metadata, _stage=stage, _name=name):
                 out = _stage(src, metadata)
                 seen[_name] = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
+                if isinstance(metadata, dict) and metadata.get("shared") is not None:
+                    seen.shared = metadata["shared"]
                 return out
             stages[name] = recorded
     Backend.add_stages = recording_add_stages

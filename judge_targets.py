@@ -36,7 +36,8 @@ broken; the row names the rule and the first offending line:
 Rows compiled to cubin also give each kernel's registers, spills (ptxas -v) and shared memory (Triton's
 metadata), and on a chip's own target whose SM limits compile_matrix.SM_LIMITS knows (sm_80, the A100),
 how many of its programs an SM holds. hip rows give the AMDGCN's own VGPRs, SGPRs, spills, scratch bytes and, where
-its LLVM says, waves a SIMD (compile_matrix.parse_amdgcn_usage), linked or not. Ascend rows give each kernel's unified buffer (UB) as bishengir's own
+its LLVM says, waves a SIMD (compile_matrix.parse_amdgcn_usage), linked or not, and Triton's shared memory bytes (from
+the compile's stages where it was not linked). Ascend rows give each kernel's unified buffer (UB) as bishengir's own
 plan has it (compile_matrix.ub_plan: "UB 88.7 KB of 192 KB planned", and whether the plan is of bishengir's
 retry after its first plan overflowed); --json has it as the row's result's "ub".
 

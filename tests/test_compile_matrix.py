@@ -6,8 +6,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import triton
+import triton.language as tl
 
 import compile_matrix
 import harness
@@ -52,7 +55,36 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_p
             assert row["result"]["ptxas"]["registers"] > 0 and row["result"]["shared"] is not None, row
         else:  # the AMDGCN's own figures, linked or not
             assert row["result"]["amdgcn"]["vgprs"] > 0 and row["result"]["amdgcn"]["occupancy"] > 0, row
+            assert row["result"]["shared"] is not None, row
         assert "ttir" not in row["result"]
+
+
+def _transposing_kernel(x_ptr, y_ptr):  # made a JITFunction below: conftest.py turns the interpreter on for @triton.jit
+    i = tl.arange(0, 64)
+    tile = tl.load(x_ptr + i[:, None] * 64 + i[None, :])
+    tl.store(y_ptr + i[:, None] + i[None, :] * 64, tile)  # another layout: through shared memory
+
+
+def test_a_compile_that_fails_after_its_llvm_ir_still_gives_its_shared_memory(monkeypatch):
+    # As where linking fails (hip before Triton 3.5): no compiled kernel, but the stages before it set the bytes.
+    from triton.backends import backends
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.jit import JITFunction
+
+    Backend = backends["nvidia"].compiler
+    monkeypatch.setattr(Backend, "add_stages", Backend.add_stages)  # _record_stages patches it: put it back after
+
+    def refuse(*args):
+        raise RuntimeError("no binary here")
+
+    monkeypatch.setattr(Backend, "make_cubin", refuse)
+    stages = compile_matrix._record_stages("cuda")
+    launch = SimpleNamespace(kernel=JITFunction(_transposing_kernel), signature={"x_ptr": "*fp32", "y_ptr": "*fp32"},
+                             constexprs={})
+    target = GPUTarget("cuda", 90, 32)
+    with pytest.raises(RuntimeError, match="no binary here"):
+        triton.compile(compile_matrix.ast_source(launch, target), target=target, options={"num_warps": 4})
+    assert "ptx" in stages and stages.shared > 0
 
 
 @pytest.mark.parametrize("name", sorted(COMPILE))
