@@ -5,7 +5,9 @@ For each shape: the nvidia route's call; then for the grad kernel (ROWS tokens x
 kernel (rows transposed in registers or columns; CHANNELS x GROUPS, warps), each math: every feature IEEE (plain),
 every feature native (native_two_pass, where its probe passes), native with the PTX pieces, and the tolerant math
 (EXACT=False: the reference's operations), each against a copy of the same bytes.
-Usage: python tools/research/two_pass_kernels.py [--shapes MxH ...] [--json PATH]
+Usage: python tools/research/two_pass_kernels.py [--shapes MxH ...] [--maths NAME ...] [--grad R,G,W ...]
+                                               [--y C,G,W ...] [--json PATH]
+--grad: ROWS,GROUPS,warps of each grad setting; --y: CHANNELS,GROUPS,warps of each y setting (both y kernels).
 """
 import argparse
 import json
@@ -19,10 +21,29 @@ import harness  # noqa: E402
 from measure import do_bench, same_bytes_copy_us  # noqa: E402
 
 
+MATHS = ("ieee", "native", "native+ptx", "tolerant")  # the arithmetic of each timed kernel (below)
+GRAD_SETTINGS = ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8), (64, 1, 8))  # ROWS, GROUPS, warps
+Y_SETTINGS = ((16, 1, 4), (32, 1, 4), (64, 1, 8), (32, 2, 4), (16, 2, 4))  # CHANNELS, GROUPS, warps
+
+
+def settings_triple(text):
+    """"16,1,4" -> (16, 1, 4)."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3 or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected three positive integers, e.g. 16,1,4")
+    return values
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
     parser.add_argument("--shapes", nargs="*", default=["4096x4096", "8192x2560", "1024x2560"])
+    parser.add_argument("--maths", nargs="+", choices=MATHS, default=list(MATHS))
+    parser.add_argument("--grad", nargs="+", type=settings_triple, default=GRAD_SETTINGS)
+    parser.add_argument("--y", nargs="+", type=settings_triple, default=Y_SETTINGS)
     parser.add_argument("--json")
     args = parser.parse_args()
     sol = harness.load_solution(args.solution, name="solution_two_pass")
@@ -62,8 +83,8 @@ def main():
                  "native+ptx": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": False, "CUDA_ARCH": arch,
                                 **native},
                  "tolerant": {"EXACT": False, "NPU_DIVISION": True, "TABLE_FREE": True, "CUDA_ARCH": 0, **native}}
-        for math_name, math in maths.items():
-            for rows_, groups, warps in ((16, 1, 4), (32, 1, 4), (8, 4, 4), (16, 2, 4), (32, 1, 8), (64, 1, 8)):
+        for math_name, math in ((name, maths[name]) for name in args.maths):
+            for rows_, groups, warps in args.grad:
                 if (H // 128) % groups:
                     continue
                 us = time_kernel(sol._grad_rows_kernel, {**base, **math, "ROWS": rows_, "GROUPS": groups}, warps,
@@ -72,7 +93,7 @@ def main():
                 print(f"  {label}: {us:.1f} us ({grad_copy / us:.0%} of copy)", flush=True)
                 row["variants"].append({"label": label, "us": us})
             for kernel, extra in ((sol._y_columns_kernel, {"GATHER": False}), (sol._y_transposed_kernel, {})):
-                for ch, groups, warps in ((16, 1, 4), (32, 1, 4), (64, 1, 8), (32, 2, 4), (16, 2, 4)):
+                for ch, groups, warps in args.y:
                     us = time_kernel(kernel, {**base, **math, **extra, "CHANNELS": ch, "GROUPS": groups}, warps,
                                      H // ch * (M // 128 // groups))
                     label = f"{kernel.__name__} {math_name} channels={ch} groups={groups} warps={warps}"
