@@ -9,8 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import triton
-import triton.language as tl
 
 import compile_matrix
 import harness
@@ -59,32 +57,47 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_p
         assert "ttir" not in row["result"]
 
 
-def _transposing_kernel(x_ptr, y_ptr):  # made a JITFunction below: conftest.py turns the interpreter on for @triton.jit
+STAGES_WITHOUT_A_BINARY = """
+import sys
+import triton
+import triton.language as tl
+from types import SimpleNamespace
+from triton.backends import backends
+from triton.backends.compiler import GPUTarget
+sys.path.insert(0, sys.argv[1])
+import compile_matrix
+
+@triton.jit
+def transposing_kernel(x_ptr, y_ptr):
     i = tl.arange(0, 64)
     tile = tl.load(x_ptr + i[:, None] * 64 + i[None, :])
     tl.store(y_ptr + i[:, None] + i[None, :] * 64, tile)  # another layout: through shared memory
 
+def refuse(*args):
+    raise RuntimeError("no binary here")
 
-def test_a_compile_that_fails_after_its_llvm_ir_still_gives_its_shared_memory(monkeypatch):
+backends["nvidia"].compiler.make_cubin = refuse
+stages = compile_matrix._record_stages("cuda")
+launch = SimpleNamespace(kernel=transposing_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32"}, constexprs={})
+target = GPUTarget("cuda", 90, 32)
+try:
+    triton.compile(compile_matrix.ast_source(launch, target), target=target, options={"num_warps": 4})
+except RuntimeError as exc:
+    print(exc, "ptx" in stages, stages.shared)
+"""
+
+
+def test_a_compile_that_fails_after_its_llvm_ir_still_gives_its_shared_memory(tmp_path):
     # As where linking fails (hip before Triton 3.5): no compiled kernel, but the stages before it set the bytes.
-    from triton.backends import backends
-    from triton.backends.compiler import GPUTarget
-    from triton.runtime.jit import JITFunction
-
-    Backend = backends["nvidia"].compiler
-    monkeypatch.setattr(Backend, "add_stages", Backend.add_stages)  # _record_stages patches it: put it back after
-
-    def refuse(*args):
-        raise RuntimeError("no binary here")
-
-    monkeypatch.setattr(Backend, "make_cubin", refuse)
-    stages = compile_matrix._record_stages("cuda")
-    launch = SimpleNamespace(kernel=JITFunction(_transposing_kernel), signature={"x_ptr": "*fp32", "y_ptr": "*fp32"},
-                             constexprs={})
-    target = GPUTarget("cuda", 90, 32)
-    with pytest.raises(RuntimeError, match="no binary here"):
-        triton.compile(compile_matrix.ast_source(launch, target), target=target, options={"num_warps": 4})
-    assert "ptx" in stages and stages.shared > 0
+    # In a process of its own, without the interpreter that conftest.py turns on.
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "TRITON_CACHE_DIR": str(tmp_path)}
+    script = tmp_path / "stages_without_a_binary.py"  # a file: Triton reads a kernel's source from it
+    script.write_text(STAGES_WITHOUT_A_BINARY)
+    proc = subprocess.run([sys.executable, str(script), str(ROOT)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    message, reached_ptx, shared = proc.stdout.strip().rsplit(" ", 2)
+    assert message.startswith("no binary here") and reached_ptx == "True" and int(shared) > 0, proc.stdout
 
 
 @pytest.mark.parametrize("name", sorted(COMPILE))
