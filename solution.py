@@ -16,7 +16,7 @@ The file, in order:
   the math              the helpers every route shares: sigmoid, bf16 rounding, group scale, quantizer
   NVIDIA-only pieces    inline PTX and cache hints, each with its plain tl twin
   kernels               the fused kernel: a 128 x 128 tile a program, y parked in a scratch slot
-  two-pass kernels      grad_input, then y from x read again: no scratch, no barrier, no gather
+  two-pass kernels      grad_input, then y in a second launch: no slot, no barrier, no gather
   the probe             the backend's native arithmetic compared with IEEE arithmetic, on the device
   the witness           the call's own kernels at its shape on real values, every output byte checked
   backends, routes      BACKENDS (a judge chip an entry: how it is recognised, its ladder of routes, its
@@ -645,10 +645,12 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, G
     _stamped_record(record_ptr + 4 * program, violations, compared, 0, stamp)
 
 
-# ---------------------------------------------------------------- the two-pass kernels: no scratch, no reload
-# grad_input from row groups, then y from x read again, in two launches: no program loads what a program
-# stored (Ascend's compiler corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, and
-# every store's last dimension contiguous. Each kernel walks its tiles in a 1-D grid, program p taking
+# ---------------------------------------------------------------- the two-pass kernels: no slot, no reload
+# grad_input from row groups, then y, in two launches: no program loads what a program stored (Ascend's compiler
+# corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, and every store's last dimension
+# contiguous. The y kernel computes y from x read again (_y_columns_kernel, _y_transposed_kernel), or quantizes the
+# y that the grad kernel kept in the scratch (KEEP_Y, _y_kept_kernel): the launch between them orders the handoff,
+# and the sigmoid runs once an element instead of twice. Each kernel walks its tiles in a 1-D grid, program p taking
 # tiles p, p + P, ... (P: as many programs as the device has cores where the route is persistent and the
 # driver tells, else one a tile, capped by the backend's grid). The scales of GROUPS consecutive groups are
 # gathered into one [rows, GROUPS] tile and stored at once, so that their last dimension is contiguous too.
@@ -742,14 +744,15 @@ def _y_of_x(gate, up, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, EXAC
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
-def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, M, H, stride_x, stride_gy, stride_gq,
-                      stride_gs, GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, ROWS: tl.constexpr,
-                      GROUPS: tl.constexpr, EXACT: tl.constexpr,
+def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scratch_ptr, M, H, stride_x, stride_gy,
+                      stride_gq, stride_gs, GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr,
+                      ROWS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
                       NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                       IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
-                      IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
+                      IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr, KEEP_Y: tl.constexpr):
     """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of the gate half and of the up
-    half; the groups are closed one by one and their scales stored together."""
+    half; the groups are closed one by one and their scales stored together. KEEP_Y: y (bf16) too, in the scratch
+    (M x H), for _y_kept_kernel."""
     tiles_h = H // (GROUP * GROUPS)
     tiles = (M // ROWS) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -768,7 +771,9 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, M, H
             gy = tl.load(grad_y_ptr + tokens[:, None] * stride_gy + cols[None, :]).to(tl.float32)
             sig = _two_pass_sigmoid(gate, table_ptr, LUT_LO, LUT_N, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE,
                                     IEEE_SIGMOID, CUDA_ARCH)
-            _, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
+            y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16)
+            if KEEP_Y:
+                tl.store(scratch_ptr + tokens[:, None] * H + cols[None, :], y)
             # Rounded with NaN kept in each element, not by grad_groups: holding the raw values beside the
             # rounded ones for their max took the unified buffer Ascend plans for this kernel from 103 KB to
             # 183-189 KB, past its limit (check.py --targets judge).
@@ -815,6 +820,31 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride
                         NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE_SIGMOID, IEEE_BF16, CUDA_ARCH)
             s_y = _quantize_y_group(y.to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT,
                                     NPU_DIVISION, IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
+        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
+        tile += tl.num_programs(0)
+
+
+@triton.jit(do_not_specialize=_UNSPECIALIZED)
+def _y_kept_kernel(y_q_ptr, y_s_ptr, scratch_ptr, M, H, stride_yq, stride_ys, GROUP: tl.constexpr,
+                   CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr,
+                   IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                   INDEX_64: tl.constexpr):
+    """y from the scratch where the grad kernel kept it (M x H, bf16): a tile is CHANNELS channels x GROUPS token
+    groups, loaded as columns, so that y is already in y_q_t's order."""
+    tiles_h = H // CHANNELS
+    tiles = (M // (GROUP * GROUPS)) * tiles_h
+    tile = _first_tile(INDEX_64)
+    local = tl.arange(0, GROUP)
+    groups = tl.arange(0, GROUPS)
+    while tile < tiles:
+        channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
+        first_group = (tile // tiles_h) * GROUPS
+        s_y = tl.zeros([CHANNELS, GROUPS], dtype=tl.float32)
+        for g in range(GROUPS):
+            tokens = (first_group + g) * GROUP + local
+            y_t = tl.load(scratch_ptr + tokens[None, :] * H + channels[:, None]).to(tl.float32)
+            s_y = _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT, NPU_DIVISION,
+                                    IEEE_DIVISION, IEEE_INT8, CUDA_ARCH)
         tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
         tile += tl.num_programs(0)
 
@@ -1360,9 +1390,11 @@ class Route(NamedTuple):
     native_math: the backend's own conversions, fma and division (proven on each device by the probe
     before use, see probed), else IEEE arithmetic on integers and fp32 (the module docstring).
     sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
-    two_pass: the two-pass kernels (grad_input, then y from x read again; no scratch, no reload), else one
+    two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no reload), else one
     program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y kernel
     loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
+    keep_y: a two-pass route's grad kernel also stores y (bf16) in the scratch, and its y kernel quantizes it from
+    there (_y_kept_kernel) instead of computing it from x again.
     ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
     libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
     npu_division: a two-pass route divides with the operator / (on Ascend the reference's own vector
@@ -1389,6 +1421,7 @@ class Route(NamedTuple):
     sigmoid_table: bool
     two_pass: bool = False
     transpose_in_registers: bool = False
+    keep_y: bool = False
     ptx: bool = False
     libdevice: bool = True
     npu_division: bool = False
@@ -1427,11 +1460,13 @@ ROUTE_TABLE = {r.name: r for r in (
     Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, **_FUSED),
     Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512, **_FUSED),
     # The two-pass kernels with the fused kernel's native arithmetic, proven by the probe as the native rungs' is.
-    Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, threads=128, chunk=16,
-          y_chunk=32),
+    Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, keep_y=True, threads=128,
+          chunk=16, y_chunk=32),
     # The last exact rung: two kernels of loads, stores, IEEE arithmetic and reductions along the last
-    # axis, with no scratch, gather, inline asm, vendor option or barrier.
-    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, threads=128, chunk=16, y_chunk=16),
+    # axis, y handed from one to the other through the scratch, with no slot, gather, inline asm, vendor option
+    # or barrier.
+    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, keep_y=True, threads=128, chunk=8,
+          y_chunk=16),
     # Ascend's own rungs (its compiler splits tl.fma, so native arithmetic cannot be proven there): first
     # y transposed in registers, then y from column loads (what a public entry ran there).
     Route("ascend_transposed", native_math=False, sigmoid_table=False, transpose_in_registers=True,
@@ -1804,12 +1839,18 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         y_kernel, y_constexprs = _y_transposed_kernel, {}
         if not route.transpose_in_registers:
             y_kernel, y_constexprs = _y_columns_kernel, {"GATHER": route.column_gather}
+        if route.keep_y:
+            y_kernel = _y_kept_kernel
+            y_constexprs = {name: two_pass[name] for name in ("GROUP", "EXACT", "NPU_DIVISION", "IEEE_DIVISION",
+                                                              "IEEE_INT8", "CUDA_ARCH", "INDEX_64")}
+        else:
+            y_constexprs = {**two_pass, **y_constexprs}
         launches += [
             KernelLaunch("grad", _grad_rows_kernel, grid(M // settings.chunk * (tiles_h // grad_groups)),
                          _signature(_grad_rows_kernel),
-                         {**two_pass, "ROWS": settings.chunk, "GROUPS": grad_groups}, options),
+                         {**two_pass, "ROWS": settings.chunk, "GROUPS": grad_groups, "KEEP_Y": route.keep_y}, options),
             KernelLaunch("y", y_kernel, grid(H // settings.y_chunk * (tiles_m // y_groups)), _signature(y_kernel),
-                         {**two_pass, "CHANNELS": settings.y_chunk, "GROUPS": y_groups, **y_constexprs}, options)]
+                         {**y_constexprs, "CHANNELS": settings.y_chunk, "GROUPS": y_groups}, options)]
     else:
         if route.persistent:
             grid = (min(tiles_h * tiles_m, settings.programs or tiles_h * tiles_m, backend.max_grid[0]), 1, 1)

@@ -33,6 +33,7 @@ FAULTS = {
     "fault_fused_y_swapped.py": ((128, 256), ["generic_per_element"], "y_q_t", "main", "plain"),
     "fault_grad_scale_neighbour.py": ((128, 256), ["plain"], "grad_input_s", "grad", "generic_per_element"),
     "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "y", "generic_per_element"),
+    "fault_y_not_kept.py": ((128, 256), ["plain"], "y_q_t", "y", "generic_per_element"),
     # Faults that only real values show (gates in (-3, -1), in the fused kernel): values chosen for their known outputs
     # would not show them, nor would a region that stops at the first token group or the first 512 channels.
     "fault_real_values.py": ((128, 256), ["generic_per_element"], None, "main", "plain"),

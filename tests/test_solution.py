@@ -267,14 +267,17 @@ def test_routes_take_their_features():
             assert ("probe" in plan) is route.probed is (route.native_math and not route.ptx), (name, route_name)
             if route.two_pass:
                 assert list(plan) == ["probe"] * route.probed + ["grad", "y"]
-                assert plan["y"].kernel is (solution._y_transposed_kernel if route.transpose_in_registers
+                assert plan["y"].kernel is (solution._y_kept_kernel if route.keep_y
+                                            else solution._y_transposed_kernel if route.transpose_in_registers
                                             else solution._y_columns_kernel)
+                # y handed through the scratch where the route keeps it, else computed again from x
+                assert plan["grad"].constexprs["KEEP_Y"] is route.keep_y
+                assert ("scratch_ptr" in plan["y"].signature) is route.keep_y is ("x_ptr" not in plan["y"].signature)
                 for launch in (plan["grad"], plan["y"]):
                     assert launch.constexprs["EXACT"] is route.exact
                     assert launch.constexprs["NPU_DIVISION"] is route.npu_division
-                    # plain and Ascend's compute their IEEE sigmoid whole; a native one reads the table's three
-                    assert launch.constexprs["TABLE_FREE"] is not route.native_math
-                    assert "scratch_ptr" not in launch.signature
+                # plain and Ascend's compute their IEEE sigmoid whole; a native one reads the table's three
+                assert plan["grad"].constexprs["TABLE_FREE"] is not route.native_math
                 continue
             main = plan["main"]
             assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)

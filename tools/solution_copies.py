@@ -24,6 +24,9 @@ kernel family; the witness should leave each rung that runs it, and the next run
                                 its ladders start with their exact two-pass rungs, so that the fault runs.
   fault_y_tail_unwritten.py     the exact two-pass y kernels never write the last token group's scales (an
                                 unwritten tail); its ladders too start with their exact two-pass rungs.
+  fault_y_not_kept.py           the two-pass grad kernel keeps y in the scratch for every row of a tile but its
+                                first (a handoff with a hole: the y kernel quantizes whatever the scratch held);
+                                its ladders too start with their exact two-pass rungs.
 The copies of faults that values chosen for their known outputs (powers of two, sigmoids of 0 or 1) cannot show,
 or that show only under a race:
   fault_slot_barrier_removed.py the fused rungs' slot barrier (_slot_barrier, the helper) is gone: on a GPU a race
@@ -221,7 +224,12 @@ STRUCTURAL = {
           "        if EXACT:  # solution_copies.py: the last token group's scales are never written\n"
           "            tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y,\n"
           "                     mask=first_group + groups[None, :] < M // GROUP - 1)\n"
-          "        else:\n    " + Y_SCALES_STORE, 2)],
+          "        else:\n    " + Y_SCALES_STORE, 3)],
+        TWO_PASS_LADDERS),
+    "fault_y_not_kept.py": (
+        [("                tl.store(scratch_ptr + tokens[:, None] * H + cols[None, :], y)\n",
+          "                tl.store(scratch_ptr + tokens[:, None] * H + cols[None, :], y,  # solution_copies.py: a hole\n"
+          "                         mask=(tokens % ROWS != 0)[:, None])\n", 1)],
         TWO_PASS_LADDERS),
     "fault_slot_barrier_removed.py": (
         [("    tl.debug_barrier()\n", "    pass  # solution_copies.py: no barrier\n", 1)], ""),
