@@ -646,7 +646,7 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, G
 
 
 # ---------------------------------------------------------------- the two-pass kernels: no slot, no reload
-# grad_input from row groups, then y, in two launches: no program loads what a program stored (Ascend's compiler
+# grad_input from row groups, then y, in two launches: no program loads what it stored itself (Ascend's compiler
 # corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, and every store's last dimension
 # contiguous. The y kernel computes y from x read again (_y_columns_kernel, _y_transposed_kernel), or quantizes the
 # y that the grad kernel kept in the scratch (KEEP_Y, _y_kept_kernel): the launch between them orders the handoff,
@@ -1241,8 +1241,8 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_
                           stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHANNELS: tl.constexpr,
                           SLICE: tl.constexpr, FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
     """Writes the witness's x and grad_y over the call's M x H (the section's comment), a 128 x 128 tile a step in
-    SLICE-row slices, and poisons the tile's outputs and its scratch slot (the fused rungs': one a tile, or one a
-    program of a persistent walk, within the same M x H)."""
+    SLICE-row slices, and poisons the tile's outputs and its part of the scratch (the fused rungs' slot: one a tile,
+    or one a program of a persistent walk; the two-pass rungs' kept y: the same M x H elements)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1390,7 +1390,8 @@ class Route(NamedTuple):
     native_math: the backend's own conversions, fma and division (proven on each device by the probe
     before use, see probed), else IEEE arithmetic on integers and fp32 (the module docstring).
     sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
-    two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no reload), else one
+    two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no program reloads what it
+    stored), else one
     program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y kernel
     loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
     keep_y: a two-pass route's grad kernel also stores y (bf16) in the scratch, and its y kernel quantizes it from
@@ -2815,14 +2816,19 @@ def _witness_verdict(device, key, found, args):
                                 f"computes {_shown(arbiter)}")
     others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
     return Verdict(leave=f"its witness found {count} wrong elements in {output} on real values, written by its "
-                         f"{_writer(found, output)} kernel, first found at [{row}, {col}]: got {_shown(got)}, expected "
+                         f"{_writer(found, output)}, first found at [{row}, {col}]: got {_shown(got)}, expected "
                          f"{_shown(want)}" + (f" (and wrong elements in {others})" if others else ""))
 
 
 def _writer(found, output):
-    """The name of the launch of a call's that writes output."""
-    names = [launch.name for launch, *_ in found]
-    return ("grad" if output.startswith("grad") else "y") if "grad" in names else "main"
+    """"main kernel", "grad kernel", "y kernel": the launch of a call's that writes output; "grad and y kernels" for y
+    on a route that keeps y between them (the grad kernel computes it, the y kernel quantizes it)."""
+    launches = {launch.name: launch for launch, *_ in found}
+    if "grad" not in launches:
+        return "main kernel"
+    if output.startswith("grad"):
+        return "grad kernel"
+    return "grad and y kernels" if launches["y"].kernel is _y_kept_kernel else "y kernel"
 
 
 _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}
@@ -3243,7 +3249,8 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-    scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)  # one GROUP x GROUP slot a tile
+    # One GROUP x GROUP slot a tile (the fused rungs), or y, M x H (the two-pass rungs that keep it).
+    scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)
     args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
     specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
     found = device.call_launches(M, H, index_64, settings, args, specialization)

@@ -726,7 +726,7 @@ print(json.dumps({"triton": triton.__version__, "kernels": list(kernels.values()
 """
 
 
-def test_no_ascend_rungs_kernel_takes_a_scratch_argument_or_breaks_an_ascend_rule(tmp_path):
+def test_no_ascend_rungs_kernel_loads_and_stores_one_argument_or_breaks_an_ascend_rule(tmp_path):
     import json
     import os
     import subprocess

@@ -32,8 +32,8 @@ FUSED = [r for r in solution.ROUTES if not solution.ROUTE_TABLE[r].two_pass]
 FAULTS = {
     "fault_fused_y_swapped.py": ((128, 256), ["generic_per_element"], "y_q_t", "main", "plain"),
     "fault_grad_scale_neighbour.py": ((128, 256), ["plain"], "grad_input_s", "grad", "generic_per_element"),
-    "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "y", "generic_per_element"),
-    "fault_y_not_kept.py": ((128, 256), ["plain"], "y_q_t", "y", "generic_per_element"),
+    "fault_y_tail_unwritten.py": ((256, 128), ["plain"], "y_s_t", "grad and y", "generic_per_element"),
+    "fault_y_not_kept.py": ((128, 256), ["plain"], "y_q_t", "grad and y", "generic_per_element"),
     # Faults that only real values show (gates in (-3, -1), in the fused kernel): values chosen for their known outputs
     # would not show them, nor would a region that stops at the first token group or the first 512 channels.
     "fault_real_values.py": ((128, 256), ["generic_per_element"], None, "main", "plain"),
@@ -210,6 +210,7 @@ def test_the_faults_are_of_different_kinds():
         assert made[name] != original
     kinds = {"fault_fused_y_swapped.py": "(local ^ 1)", "fault_grad_scale_neighbour.py": "(tokens ^ 1)",
              "fault_y_tail_unwritten.py": "mask=first_group + groups[None, :] < M // GROUP - 1",
+             "fault_y_not_kept.py": "mask=(tokens % ROWS != 0)[:, None]",
              "fault_later_tokens.py": "(rows[:, None] >= 128)", "fault_later_channels.py": "(cols[None, :] >= 512)",
              "fault_fused_barrier_call.py": "no barrier between parking y and reading it back",
              "fault_mixed_signs.py": "(tl.min(gate, 1) < 0.0) & (tl.max(gate, 1) > 0.0)",

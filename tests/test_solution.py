@@ -256,6 +256,12 @@ def test_the_probe_on_a_device_fits_the_grid_of_every_backend_that_probes():
     assert programs == 33152 and all(programs <= b.max_grid[0] for b in probing), programs
 
 
+def test_keep_y_is_a_two_pass_dataflow_of_column_loads():
+    # keep_y picks the y kernel of a two-pass route; it would be ignored on a fused one, or hide a transposing one.
+    for route in solution.ROUTE_TABLE.values():
+        assert not route.keep_y or (route.two_pass and route.exact and not route.transpose_in_registers), route.name
+
+
 def test_routes_take_their_features():
     for name, backend in solution.BACKENDS.items():
         for route_name in backend.routes:
@@ -276,8 +282,11 @@ def test_routes_take_their_features():
                 for launch in (plan["grad"], plan["y"]):
                     assert launch.constexprs["EXACT"] is route.exact
                     assert launch.constexprs["NPU_DIVISION"] is route.npu_division
-                # plain and Ascend's compute their IEEE sigmoid whole; a native one reads the table's three
-                assert plan["grad"].constexprs["TABLE_FREE"] is not route.native_math
+                # plain and Ascend's compute their IEEE sigmoid whole; a native one reads the table's three (every
+                # kernel that computes a sigmoid: the y kernel of a route that keeps y computes none)
+                for launch in (plan["grad"], plan["y"]):
+                    assert launch.constexprs.get("TABLE_FREE", not route.native_math) is not route.native_math
+                assert ("TABLE_FREE" in plan["y"].constexprs) is not route.keep_y
                 continue
             main = plan["main"]
             assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
