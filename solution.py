@@ -1391,8 +1391,7 @@ class Route(NamedTuple):
     before use, see probed), else IEEE arithmetic on integers and fp32 (the module docstring).
     sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
     two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no program reloads what it
-    stored), else one
-    program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y kernel
+    stored), else one program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y kernel
     loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
     keep_y: a two-pass route's grad kernel also stores y (bf16) in the scratch, and its y kernel quantizes it from
     there (_y_kept_kernel) instead of computing it from x again.
@@ -1837,15 +1836,14 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
         def grid(tiles):
             return (min(tiles, settings.programs or tiles, backend.max_grid[0]), 1, 1)
 
-        y_kernel, y_constexprs = _y_transposed_kernel, {}
-        if not route.transpose_in_registers:
-            y_kernel, y_constexprs = _y_columns_kernel, {"GATHER": route.column_gather}
         if route.keep_y:
-            y_kernel = _y_kept_kernel
-            y_constexprs = {name: two_pass[name] for name in ("GROUP", "EXACT", "NPU_DIVISION", "IEEE_DIVISION",
-                                                              "IEEE_INT8", "CUDA_ARCH", "INDEX_64")}
+            y_kernel, y_own = _y_kept_kernel, {}
+        elif route.transpose_in_registers:
+            y_kernel, y_own = _y_transposed_kernel, {}
         else:
-            y_constexprs = {**two_pass, **y_constexprs}
+            y_kernel, y_own = _y_columns_kernel, {"GATHER": route.column_gather}
+        # the two-pass constexprs that the y kernel takes (the kept y's computes no sigmoid, so takes fewer)
+        y_constexprs = {**{k: v for k, v in two_pass.items() if k in y_kernel.arg_names}, **y_own}
         launches += [
             KernelLaunch("grad", _grad_rows_kernel, grid(M // settings.chunk * (tiles_h // grad_groups)),
                          _signature(_grad_rows_kernel),
