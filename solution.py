@@ -157,6 +157,8 @@ _LARGEST_FINITE = tl.constexpr(3.4028234663852886e38)  # fp32's
 _EXPONENT_149 = tl.constexpr(149 << 23)  # subtracted from d's bits: d * 2**-149, exact where used
 
 
+_TWO_POW_24 = tl.constexpr(16777216.0)
+_TWO_POW_MINUS_24 = tl.constexpr(2.0**-24)
 _TWO_POW_23 = tl.constexpr(8388608.0)  # fp32 spacing 1 from here to 2**24: adding it rounds to an integer
 _TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, less these, are t's integer
 
@@ -188,13 +190,16 @@ def reciprocal_keeping_subnormals(d):
 
 @triton.jit
 def reciprocal_native(d):
-    """1/d by the backend's own IEEE division, for the native sigmoid. Where it flushes a subnormal
-    quotient (Triton 3.0-3.5 on NVIDIA) or rounds otherwise, the probe finds the gate and the rung runs
-    its sigmoid in the IEEE form (IEEE_FEATURES). Cheaper than any form computed exactly on every element:
-    on the H100 with Triton 3.6 those took 83-92 registers where this takes 64, and 1.32-1.50x the nvidia
-    route's time where this takes 1.12-1.16x (PERF_NOTES.md, ninth and twelfth rounds); the IEEE form that
-    reads three gates from the table takes 64 too, and 1.13-1.18x (fourteenth round)."""
-    return tl.math.div_rn(1.0, d)
+    """1/d by the backend's own IEEE division, for the native sigmoid: 2**24/d (d * 2**-24 is exact for d >= 1),
+    whose quotient is normal for every d, scaled back by a multiply, so a division that flushes subnormal
+    quotients (Triton 3.0-3.5 on NVIDIA) flushes none. The multiply rounds a second time where 1/d is subnormal
+    (d >= 2**126: the gates -87.5, -88 and -88.5); for most such d the two roundings differ from one, but not
+    for these three on the H200 (Triton 3.0, 3.1, 3.5) or on a CPU. Where a backend's differ, or its multiply
+    flushes, the probe finds the gate and the rung runs its sigmoid in the IEEE form (IEEE_FEATURES), which
+    reads the three from the table: 3 compares and selects an element against this form's two multiplies
+    (PERF_NOTES.md, twenty-second round). Cheaper than any form computed exactly on every element: on the H100
+    with Triton 3.6 those took 83-92 registers where div_rn alone took 64 (ninth and twelfth rounds)."""
+    return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24
 
 
 # The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is
@@ -1415,7 +1420,8 @@ class Route(NamedTuple):
     and y_chunk channels a row of y read back (the fastest of each rung on the H100, PERF_NOTES.md, ninth
     round); for the two-pass kernels chunk tokens a grad_input tile, y_chunk channels a y tile, and scales
     of up to scale_groups consecutive groups stored at once (a power of two; Ascend: a 32-byte last
-    dimension)."""
+    dimension). many_tiles: (threads, chunk) in their place where the grid holds more than MANY_TILES_PER_SM tiles an SM
+    of the device (its count known)."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -1434,6 +1440,7 @@ class Route(NamedTuple):
     threads: int = 256
     y_chunk: int = 64
     scale_groups: int = 1
+    many_tiles: Optional[tuple] = None
 
     @property
     def probed(self):
@@ -1457,7 +1464,7 @@ ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True, **_FUSED),
     Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True, **_FUSED),
     Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32, **_FUSED),
-    Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, **_FUSED),
+    Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, many_tiles=(256, 16), **_FUSED),
     Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512, **_FUSED),
     # The two-pass kernels with the fused kernel's native arithmetic, proven by the probe as the native rungs' is.
     Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, keep_y=True, threads=128,
@@ -1607,8 +1614,9 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     Every other route: its record's threads (fewer where the backend allows fewer, or the backend's
     warps), slices and y rows (capped where the backend caps them), no register cap. The native rung
     reads y back in 32-channel rows, the native rung with the sigmoid per element runs 512 threads (its
-    temporaries at 256 took 160 registers, one program an SM), and so does the IEEE one (at 256 threads
-    it ran 1.57x the nvidia route's time, at 512 1.42x: PERF_NOTES.md, fourteenth round). A persistent
+    temporaries at 256 took 160 registers, one program an SM), and 256 in 16-token slices on a grid of many
+    tiles (Route.many_tiles), and so does the IEEE one (at 256 threads it ran 1.57x the nvidia route's time, at
+    512 1.42x: PERF_NOTES.md, fourteenth round). A persistent
     route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait
     for a free one and then run their tiles late); a
     persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
@@ -1627,13 +1635,20 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     programs = None
     if route.persistent and sm_count and (resident or route.two_pass):
         programs = sm_count * (1 if route.two_pass else resident)
+    threads, chunk = route.threads, route.chunk
+    if route.many_tiles and sm_count and (M // GROUP_SIZE) * (H // GROUP_SIZE) > MANY_TILES_PER_SM * sm_count:
+        threads, chunk = route.many_tiles
     warp_size = warp_size or backend.warp_size
-    num_warps = backend.warps or max(1, min(route.threads, backend.max_threads) // warp_size)
-    return LaunchSettings(num_warps=num_warps, chunk=min(route.chunk, backend.max_chunk or route.chunk),
+    num_warps = backend.warps or max(1, min(threads, backend.max_threads) // warp_size)
+    return LaunchSettings(num_warps=num_warps, chunk=min(chunk, backend.max_chunk or chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
                           programs=programs, prefetch=_prefetches(route, num_warps * warp_size))
 
 
+# Past two tiles an SM, native_per_element's programs of half the threads, in half the slices, hold 62 registers instead
+# of 61 and four of them share an SM instead of two: on the H200 (Triton 3.1) 4-8% faster on the larger shapes and
+# 5-12% slower below (PERF_NOTES.md, twenty-second round).
+MANY_TILES_PER_SM = 2
 _PREFETCH_MAX_THREADS = 128
 _PREFETCH_FROM = (3, 6)
 

@@ -146,10 +146,15 @@ def test_other_routes_take_their_records_threads_within_the_backends_and_no_regi
     for name, warp_size in (("amd", 64), ("unknown", 32), ("iluvatar", 64), ("metax", 64)):
         for route in solution.BACKENDS[name].routes:
             record = solution.ROUTE_TABLE[route]
-            settings = solution.launch_settings(name, 2048, 4096, 132, route=route, warp_size=warp_size)
-            threads = min(record.threads, solution.BACKENDS[name].max_threads)
-            assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
-            assert (settings.chunk, settings.y_chunk) == (record.chunk, record.y_chunk), (name, route)
+            for M, H in ((1024, 4096), (2048, 4096)):  # 256 and 512 tiles on 132 SMs: two an SM, and more
+                settings = solution.launch_settings(name, M, H, 132, route=route, warp_size=warp_size)
+                crowded = record.many_tiles and M * H // 128**2 > solution.MANY_TILES_PER_SM * 132
+                want_threads, want_chunk = record.many_tiles if crowded else (record.threads, record.chunk)
+                threads = min(want_threads, solution.BACKENDS[name].max_threads)
+                assert settings.num_warps * warp_size == threads and settings.maxnreg is None, (name, route)
+                assert (settings.chunk, settings.y_chunk) == (want_chunk, record.y_chunk), (name, route)
+    assert solution.launch_settings("amd", 2048, 4096, 132, route="native_per_element")[:3] == (4, 16, 64)
+    assert solution.launch_settings("amd", 2048, 4096, None, route="native_per_element")[:3] == (8, 32, 64)
     assert solution.launch_settings("metax", 2048, 4096, route="native_per_element").num_warps * 64 == 512
     assert solution.launch_settings("nvidia", 2048, 4096, route="generic_per_element").maxnreg is None
     with pytest.raises(ValueError, match="unknown route 'cuda'"):

@@ -8,8 +8,9 @@ Writes into OUTDIR:
   mthreads_settings.py    portable.py whose NVIDIA entry launches as Moore Threads' does (its warps a
                           program and thread cap), the device still recognised as NVIDIA.
   flushing_division.py    portable.py with the sigmoid table off (as where tl.gather is missing) and the
-                          native sigmoid's division (reciprocal_native) flushing a subnormal quotient to
-                          zero, as Triton 3.0-3.5 compile tl.math.div_rn on NVIDIA (div.rn.ftz.f32).
+                          native sigmoid's reciprocal (reciprocal_native) flushed to zero where subnormal, as
+                          a backend whose multiply flushes subnormal products would make it (and as Triton
+                          3.0-3.5's div.rn.ftz.f32 on NVIDIA did to the unscaled division it once was).
   fault_bf16_truncation.py  portable.py whose native fp32 -> bf16 conversion truncates.
   fault_fma_split.py      portable.py whose every tl.fma is a multiply and an add, each rounded.
   fault_nan_int8.py       portable.py whose native fp32 -> int8 conversion makes NaN -128, not 0.
@@ -95,7 +96,7 @@ def _flushed(q):
     """What a flushing division makes of a subnormal quotient (solution_copies.py)."""
     return tl.where(tl.abs(q) < 1.1754943508222875e-38, 0.0, q)
 '''
-NATIVE_DIVISION = "    return tl.math.div_rn(1.0, d)\n"
+NATIVE_DIVISION = "    return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24\n"
 SPLIT_FMA = '''
 
 @triton.jit
@@ -122,7 +123,8 @@ REAL_ROWS = {
 # is portable.py with the native forms' lines edited.
 EDITED = {
     "flushing_division.py": (
-        [(NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d))\n", 1)], TABLE_OFF + FLUSH),
+        [(NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24)\n", 1)],
+        TABLE_OFF + FLUSH),
     "fault_bf16_truncation.py": (
         [("        return v.to(tl.bfloat16).to(tl.float32)\n",
           "        return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n", 1),
@@ -140,7 +142,7 @@ EDITED = {
     **{name[:-3] + "_portable.py": ([(GRAD_SCALES, GRAD_SCALES.replace("    q_gate", inserted + "    q_gate"), 1)], "")
        for name, inserted in REAL_ROWS.items()},
     "fault_sigmoid_ulp.py": (
-        [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d)\n    return tl.where((d > 1.5) & (d < 1.75), "
+        [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24\n    return tl.where((d > 1.5) & (d < 1.75), "
                            "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
 }
 

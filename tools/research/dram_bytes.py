@@ -1,10 +1,13 @@
-"""DRAM bytes and kernel time of one call, by Nsight Compute, for several solutions and routes in one profile.
+"""DRAM bytes, instructions and kernel time of one call, by Nsight Compute, for several solutions and routes in one
+profile.
 
-For each variant (a JSON object: "route", optionally "solution" and "label", as sweep.py takes them) and each shape,
+For each variant (a JSON object: "route", optionally "solution", "label" and LaunchSettings fields, as sweep.py takes
+them) and each shape,
 the call's kernels are launched once through the solution's `launch` (its proofs ran once before, at 128 x 128, outside
 the profiled range), inside an NVTX range that alone is profiled, caches flushed before each kernel (ncu's default).
-Output: a JSON list of {"shape", "route", "label", "solution", "read_mb", "written_mb", "kernel_us"} (MB = 1e6 bytes,
-the call's kernels summed; kernel_us under the profiler, not bench.py's timing).
+Output: a JSON list of {"shape", "route", "label", "solution", "triton", "read_mb", "written_mb", "kernel_us",
+"inst_per_element"} (MB = 1e6 bytes, the call's kernels summed; kernel_us under the profiler, not bench.py's timing;
+inst_per_element: warp instructions executed times 32, over M x H).
 Usage: python tools/research/dram_bytes.py --variants JSON --shapes 8192x4096 4096x2560 --json PATH  (GPU, ncu)
 The script runs itself under ncu (--inner) and reads ncu's CSV back.
 """
@@ -21,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 
 NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
-METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "smsp__inst_executed.sum")
+SETTINGS_FIELDS = ("num_warps", "chunk", "y_chunk", "maxnreg", "programs", "prefetch")
 RANGE = "dram_bytes_call"
 
 
@@ -39,19 +43,23 @@ def inner(variants, shapes):
             with harness.route_forced(variant["route"]):
                 module.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128, "cuda"))
         module = modules[key]
+        fields = {k: v for k, v in variant.items() if k in SETTINGS_FIELDS}
+        settings = module.LaunchSettings(**fields) if fields else None
         for label, M, H in shapes:
             x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
             outs = harness.new_outputs(M, H, "cuda")
-            module.launch(x, gy, *outs)  # compiled and loaded outside the range
+            module.launch(x, gy, *outs, settings=settings)  # compiled and loaded outside the range
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_push(RANGE)
-            module.launch(x, gy, *outs)
+            module.launch(x, gy, *outs, settings=settings)
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
             plan = module.launch_plan("nvidia", M, H, route=variant["route"])
             skipped = module.PER_DEVICE_LAUNCHES + module.PROOF_LAUNCHES
             kernels = sum(1 for name in plan if name not in skipped)
+            import triton
             print("MANIFEST " + json.dumps({"shape": label, "route": variant["route"], "solution": path,
+                                            "triton": triton.__version__, "elements": M * H,
                                             "label": variant.get("label", variant["route"]), "kernels": kernels}),
                   flush=True)
 
@@ -84,6 +92,9 @@ def records_from(stdout):
                         "solution": call["solution"], "read_mb": round(total("dram__bytes_read.sum", 1e6), 2),
                         "written_mb": round(total("dram__bytes_write.sum", 1e6), 2),
                         "kernel_us": round(total("gpu__time_duration.sum", 1e3), 1),
+                        "triton": call.get("triton"),
+                        "inst_per_element": (round(32 * total("smsp__inst_executed.sum", 1) / call["elements"], 1)
+                                             if "elements" in call else None),
                         "kernel_names": [k["Kernel Name"] for k in kernels]})
     return records
 
@@ -101,7 +112,7 @@ def outer(args):
         sys.exit(f"dram_bytes.py: {exc}: {harness.one_line(done.stderr[-2000:] or done.stdout[-2000:])}")
     for r in records:
         print(f"{r['shape']:>10} {r['label']:<28} read {r['read_mb']:8.1f} MB  written {r['written_mb']:8.1f} MB  "
-              f"{r['kernel_us']:7.1f} us")
+              f"{r['kernel_us']:7.1f} us  {r['inst_per_element']} instructions an element")
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
 
