@@ -2346,9 +2346,13 @@ def _on_device(x):
 
 def _target(x):
     """(backend, arch, warp size, the target itself) of x's device, as Triton's active driver reports it
-    (warp size 0 where it reports none; the target None where the driver gives none)."""
+    (warp size 0 where it reports none; the target None where the driver gives none); a ValueError for CPU tensors
+    outside the interpreter."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
+    if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
+        raise ValueError("the tensors are on the CPU, where Triton runs kernels only in its interpreter: set "
+                         "TRITON_INTERPRET=1 before triton is imported, or move the tensors to a GPU")
     try:
         with _on_device(x):
             target = triton.runtime.driver.active.get_current_target()

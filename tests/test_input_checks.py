@@ -1,5 +1,8 @@
 """Arguments the shape, dtype and stride checks let through: outputs that share memory with an input or with each
-other. Each is one line of ValueError before any kernel runs."""
+other, and CPU tensors outside the interpreter. Each is one line of ValueError before any kernel runs."""
+import os
+import subprocess
+import sys
 import timeit
 
 import pytest
@@ -93,3 +96,36 @@ def test_the_argument_checks_cost_microseconds():
     args = _valid()
     per_call = min(timeit.repeat(lambda: solution._check_inputs(*args, 128), number=200, repeat=5)) / 200
     assert per_call < 1e-3, per_call  # loose for a shared CI machine: measured at 10-15 microseconds
+
+
+_CPU_WITHOUT_INTERPRETER = """
+import warnings
+warnings.simplefilter("always")
+import harness, solution
+x, gy = harness.make_inputs(128, 128, seed=0)
+out = harness.new_outputs(128, 128)
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    for call in (lambda: solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out), lambda: solution.route_for("cpu")):
+        try:
+            call()
+            print("no error")
+        except ValueError as exc:
+            print(f"ValueError: {exc}")
+print("warnings:", [str(w.message) for w in said if issubclass(w.category, RuntimeWarning)])
+print("unwritten:", all(n == t.numel() for n, t in zip(harness.unwritten(out).values(), out)))
+"""
+
+
+def test_cpu_tensors_without_the_interpreter_are_one_line_that_says_to_set_it():
+    """The module reads TRITON_INTERPRET at import: a process of its own, without it."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _CPU_WITHOUT_INTERPRETER], capture_output=True, text=True,
+                          cwd=harness.ROOT, env=env, timeout=300)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 4, (proc.stdout, proc.stderr[-2000:])
+    expected = ("ValueError: the tensors are on the CPU, where Triton runs kernels only in its interpreter: set "
+                "TRITON_INTERPRET=1 before triton is imported, or move the tensors to a GPU")
+    assert lines[:2] == [expected, expected]  # the call, and route_for("cpu")
+    assert lines[2:] == ["warnings: []", "unwritten: True"]
+    assert "active drivers" not in proc.stderr
