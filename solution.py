@@ -2317,13 +2317,29 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
         layout = _layouts[(M, H)] = tuple((name, shape, dtype)
                                           for name, (shape, dtype) in _expected_layout(M, H).items())
     device = x.device
-    strides = []
+    strides, memory = [], []
     span = M * H  # the scratch slots'
     for (name, shape, dtype), t in zip(layout, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)):
         row_stride, elements = _row_stride(name, t, shape, dtype, device)
         strides.append(row_stride)
         span = max(span, elements)
+        start = t.data_ptr()
+        memory.append((name, start, start + elements * t.element_size()))
+    if not x.is_meta:  # meta tensors hold no memory: every data_ptr() is 0
+        _check_outputs_apart(memory)
     return M, H, tuple(strides), span > 2**31
+
+
+def _check_outputs_apart(memory):
+    """A ValueError where an output's bytes meet an input's or another output's. memory: (name, first byte, end) of
+    x, grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the gaps between
+    strided rows included (so rows that only interleave count as shared). x and grad_y, only read, may share."""
+    for i, (name, start, end) in enumerate(memory[2:], 2):
+        for other, other_start, other_end in memory[:i]:
+            if start < other_end and other_start < end:
+                raise ValueError(f"{name} shares memory with {other}: every output must have memory of its own, "
+                                 "shared with no input and no other output (a tensor's memory here: its bytes from its "
+                                 "first element to its last, the gaps between strided rows included)")
 
 
 _layouts = {}  # (M, H): ((name, shape, dtype), ...) from _expected_layout
@@ -2345,9 +2361,13 @@ def _on_device(x):
 
 def _target(x):
     """(backend, arch, warp size, the target itself) of x's device, as Triton's active driver reports it
-    (warp size 0 where it reports none; the target None where the driver gives none)."""
+    (warp size 0 where it reports none; the target None where the driver gives none); a ValueError for CPU tensors
+    outside the interpreter."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
+    if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
+        raise ValueError("the tensors are on the CPU, where Triton runs kernels only in its interpreter: set "
+                         "TRITON_INTERPRET=1 before triton is imported, or move the tensors to a GPU")
     try:
         with _on_device(x):
             target = triton.runtime.driver.active.get_current_target()
