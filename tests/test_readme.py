@@ -479,3 +479,76 @@ def test_a_word_used_before_the_glossary_is_caught():
     text = README.read_text().replace("## The call\n", "## The call\n\nEach chip takes the first rung it can.\n", 1)
     assert glossary_problems(text) == ["rung"]
 
+
+# The words the glossary defines (its bold terms), each with the pattern of its uses anywhere in the page, code spans
+# and code blocks included: each one's first use must be its own definition, in the glossary. A new bold term needs
+# its line here.
+TERMS = {
+    "rung": r"\brungs?\b",
+    "route": r"\broutes?\b",
+    "ladder": r"\bladders?\b",
+    "left": r"\bleft\b",
+    "remaining": r"\bremaining\b",
+    "exact": r"\bexact\b",
+    "native": r"\bnative\b",
+    "IEEE": r"\bIEEE\b",
+    "table": r"\btables?\b",
+    "per element": r"\bper element\b",
+    "fused": r"\bfused\b",
+    "two-pass": r"\btwo-pass\b",
+    "persistent": r"\bpersistent\b",
+    "launch settings": r"\blaunch settings\b",
+    "PTX pieces": r"\bPTX pieces\b",
+    "probe": r"\bprobe[sd]?\b",
+    "ordering check": r"\bordering checks?\b",
+    "witness": r"\bwitness(?:es)?\b",
+    "proofs": r"\bproofs?\b",
+    "stand-in": r"\bstand-ins?\b",
+    "`benchmark`": r"`benchmark`",
+    "`hidden_like`": r"\bhidden_like\b",
+    "`cpu_small`": r"\bcpu_small\b",
+    "families": r"\bfamil(?:y|ies)\b",
+    "NaN pairs": r"\bNaN pairs?\b",
+    "`triton_only`": r"\btriton_only\b",
+    "release": r"\breleases?\b",
+    "copy-speed ceiling": r"\bcopy-speed ceiling\b",
+}
+
+
+def line_of(text, index):
+    return text.count("\n", 0, index) + 1
+
+
+def term_problems(text):
+    """Each term of TERMS that the glossary does not define, or that the page uses before its definition (the bold
+    term in the glossary), anywhere, the glossary's own earlier lines included; and each bold term of the glossary
+    that TERMS lacks."""
+    start = text.index(f"\n{GLOSSARY}\n")
+    end = text.index("\n## ", start + 1)
+    problems = [f"{term}: in the glossary, not in TERMS" for term in re.findall(r"\*\*([^*]+)\*\*", text[start:end])
+                if term not in TERMS]
+    for term, pattern in TERMS.items():
+        definition = text.find(f"**{term}**", start, end)
+        if definition < 0:
+            problems.append(f"{term}: not defined in the glossary")
+            continue
+        first = re.search(pattern, text, re.I)
+        if first.start() < definition:
+            problems.append(f"{term}: used on line {line_of(text, first.start())} ({first.group(0)!r}) before its "
+                            f"definition on line {line_of(text, definition)}")
+    return problems
+
+
+def test_every_term_is_defined_in_the_glossary_before_its_first_use():
+    assert term_problems(README.read_text()) == []
+
+
+def test_a_term_used_before_its_definition_is_caught():
+    text = README.read_text()
+    used_in_the_call = text.replace("## The call\n", "## The call\n\nTry it on `cpu_small` first.\n", 1)
+    assert [problem.split(":")[0] for problem in term_problems(used_in_the_call)] == ["`cpu_small`"]
+    used_in_the_glossary = text.replace("their arithmetic and how they are launched", "their launch settings", 1)
+    assert [problem.split(":")[0] for problem in term_problems(used_in_the_glossary)] == ["launch settings"]
+    undefined = text.replace("**copy-speed ceiling**", "copy-speed ceiling", 1)
+    assert term_problems(undefined) == ["copy-speed ceiling: not defined in the glossary"]
+
