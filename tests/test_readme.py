@@ -16,6 +16,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 from typing import NamedTuple
 
 import pytest
@@ -551,4 +552,86 @@ def test_a_term_used_before_its_definition_is_caught():
     assert [problem.split(":")[0] for problem in term_problems(used_in_the_glossary)] == ["launch settings"]
     undefined = text.replace("**copy-speed ceiling**", "copy-speed ceiling", 1)
     assert term_problems(undefined) == ["copy-speed ceiling: not defined in the glossary"]
+
+
+# ---------------------------------------------------------------- the rungs table follows ROUTE_TABLE and BACKENDS
+
+RUNGS = "## The rungs"
+# How the table names each backend of BACKENDS (a new backend needs its word here).
+CHIP_WORDS = {"nvidia": "NVIDIA", "hygon": "Hygon", "amd": "AMD", "iluvatar": "Iluvatar", "thead": "T-Head",
+              "metax": "MetaX", "mthreads": "Moore Threads", "ascend": "Ascend", "interpreter": "interpreter",
+              "unknown": "unknown"}
+# The "first on" columns, each with whether that Triton has a tl.gather that compiles (solution._SIGMOID_TABLE).
+FIRST_ON = {"first on, Triton 3.4+": True, "first on, Triton 3.0–3.3": False}
+
+
+def available(route, gather):
+    """Whether a Triton with (or without) a working tl.gather can have the route: the solution's own answer."""
+    with mock.patch.object(solution, "_SIGMOID_TABLE", gather):
+        return solution.route_available(route)
+
+
+def first_rungs(gather):
+    """{backend: the first rung of its ladder that a Triton with (or without) tl.gather can have}."""
+    return {name: next(route for route in backend.routes if available(route, gather))
+            for name, backend in solution.BACKENDS.items()}
+
+
+def table_under(text, heading):
+    """The first table under a heading: a dict a row, keyed by the header's cells."""
+    lines = text[text.index(f"\n{heading}\n"):].splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
+    header = table_row(lines[first])
+    return [dict(zip(header, table_row(line))) for line in lines[first + 2:end]]
+
+
+def rung_table_problems(text):
+    """Where the rungs table disagrees with the solution: a row per route of ROUTES; its kernels fused or two-pass
+    (and persistent or not), its arithmetic native (probed or not) or IEEE, or as the reference is written where the
+    rung is not exact, its sigmoid from the table or per element (Route's fields); and the backends whose first rung
+    it is, with and without tl.gather (BACKENDS' ladders, less the routes such a Triton cannot have)."""
+    rows = table_under(text, RUNGS)
+    names = [row["rung"].strip("`") for row in rows]
+    problems = [] if sorted(names) == sorted(solution.ROUTES) else [f"rows {names}, ROUTES {list(solution.ROUTES)}"]
+    firsts = {gather: first_rungs(gather) for gather in FIRST_ON.values()}
+    for name, row in zip(names, rows):
+        route = solution.ROUTE_TABLE.get(name)
+        if route is None:
+            continue
+        kernels, arithmetic, sigmoid = row["kernels"], row["arithmetic"], row["sigmoid"]
+        if not kernels.startswith("two-pass" if route.two_pass else "fused"):
+            problems.append(f"{name}: kernels {kernels!r}, two_pass={route.two_pass}")
+        if ("persistent" in kernels) != route.persistent:
+            problems.append(f"{name}: kernels {kernels!r}, persistent={route.persistent}")
+        expected = "native" if route.native_math else "IEEE" if route.exact else "as the reference is written"
+        if not arithmetic.startswith(expected):
+            problems.append(f"{name}: arithmetic {arithmetic!r}, expected {expected!r} (native_math="
+                            f"{route.native_math}, exact={route.exact})")
+        if route.native_math and ("not probed" in arithmetic) == route.probed:
+            problems.append(f"{name}: arithmetic {arithmetic!r}, probed={route.probed}")
+        if not sigmoid.startswith("table" if route.sigmoid_table else "per element"):
+            problems.append(f"{name}: sigmoid {sigmoid!r}, sigmoid_table={route.sigmoid_table}")
+        for column, gather in FIRST_ON.items():
+            expected_chips = {CHIP_WORDS[backend] for backend, first in firsts[gather].items() if first == name}
+            shown = {word for word in CHIP_WORDS.values() if re.search(rf"\b{re.escape(word)}\b", row[column])}
+            if shown != expected_chips:
+                problems.append(f"{name}: {column!r} names {sorted(shown)}, BACKENDS {sorted(expected_chips)}")
+    return problems
+
+
+def test_the_rungs_table_follows_route_table_and_backends():
+    assert set(CHIP_WORDS) == set(solution.BACKENDS)
+    assert rung_table_problems(README.read_text()) == []
+
+
+def test_a_wrong_rungs_table_is_caught():
+    text = README.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `plain` |"))
+    assert rung_table_problems(text.replace(row, row.replace("| two-pass", "| fused"), 1)) == [
+        "plain: kernels 'fused, y handed over in the scratch', two_pass=True"]
+    row = next(line for line in text.splitlines() if line.startswith("| `native` |"))
+    assert rung_table_problems(text.replace(row, row.replace("T-Head, ", ""), 1)) == [
+        "native: 'first on, Triton 3.4+' names ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'unknown'], "
+        "BACKENDS ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'T-Head', 'unknown']"]
 
