@@ -1,9 +1,11 @@
 """README.md kept true: every command it shows parses, every Triton it lists as run on a GPU has a record under
 results/ (and every such record is listed), its links lead to files, and it cites no tracker issue numbers; the
 verdict lines it shows are what check.py prints by default, every rung it names is one of the solution's ROUTES and
-every ladder it draws one of its BACKENDS', every speed names its baseline, every word of its glossary is defined
-before it is used, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's own parse_args
-judge their arguments, check.py's own verdict() and check_shape() (with the reference as the solution) its lines."""
+every ladder it draws one of its BACKENDS', every speed names its baseline (a table: one unit a column), every word of
+its glossary is defined before its first use, its rungs table follows ROUTE_TABLE and BACKENDS, every checklist step
+holds on every Triton the kit admits, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's
+own parse_args judge their arguments, check.py's own verdict() and check_shape() (with the reference as the
+solution) its lines."""
 import contextlib
 import functools
 import inspect
@@ -635,3 +637,51 @@ def test_a_wrong_rungs_table_is_caught():
         "native: 'first on, Triton 3.4+' names ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'unknown'], "
         "BACKENDS ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'T-Head', 'unknown']"]
 
+
+# ---------------------------------------------------------------- the checklist holds on every admitted Triton
+
+CHECKLIST = "## Before submitting: the checklist"
+
+
+def routes_named(text):
+    """The routes a piece of text names in its code spans (`route: nvidia`, `--route native`, `nvidia: taken`)."""
+    return {word for span in CODE_SPAN.findall(text) for word in re.findall(r"\w+", span)
+            if word in solution.ROUTE_TABLE}
+
+
+def below_3_4(route):
+    """The rungs a Triton without tl.gather takes instead of route: on each ladder holding it, the next it can have."""
+    return {next(r for r in backend.routes[backend.routes.index(route) + 1:] if available(r, False))
+            for backend in solution.BACKENDS.values() if route in backend.routes}
+
+
+def checklist_problems(text):
+    """Each unit of the checklist's section (a step, a paragraph, a bullet) that names a route a Triton before 3.4
+    cannot have (a table rung: solution.route_available) without saying what to do there: it must name "3.4" and
+    the rungs such a Triton takes in its place (below_3_4)."""
+    start = text.index(f"\n{CHECKLIST}\n")
+    problems = []
+    for unit in prose_units(text[start:text.index("\n## ", start + 1)]):
+        named = routes_named(unit.text)
+        for route in sorted(r for r in named if not available(r, False)):
+            missing = sorted(below_3_4(route) - named)
+            if missing or not re.search(r"\b3\.4\b", unit.text):
+                problems.append(f"{unit.text[:40]!r} names {route}, which Triton 3.0-3.3 cannot have, and not "
+                                f"{' or '.join(missing) or 'Triton 3.4'}")
+    return problems
+
+
+def test_the_checklist_holds_on_every_admitted_triton():
+    text = README.read_text()
+    start = text.index(f"\n{CHECKLIST}\n")
+    assert {"nvidia", "native"} <= routes_named(text[start:text.index("\n## ", start + 1)])  # the table rungs' steps
+    assert checklist_problems(text) == []
+
+
+def test_a_checklist_step_true_only_from_triton_3_4_is_caught():
+    text = README.read_text()
+    step = next(line for line in text.splitlines() if "`route: nvidia_per_element`" in line)
+    broken = text.replace(step, step[:step.index("`route: nvidia`") + len("`route: nvidia`")] + ".", 1)
+    assert checklist_problems(broken) == [
+        "'4. NVIDIA GPU: `python check.py --strict' names nvidia, which Triton 3.0-3.3 cannot have, and not "
+        "nvidia_per_element"]
