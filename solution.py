@@ -2479,7 +2479,7 @@ class _Device:
         if len(failed) == len(self.routes):
             raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: the {' and '.join(failed)} route"
                                f"{'s' if len(failed) > 1 else ''}, the last {'ones' if len(failed) > 1 else 'one'} "
-                               f"left on this {self.backend.name} device, cannot run: {why}")
+                               f"remaining on this {self.backend.name} device, cannot run: {why}")
         self.routes = [r for r in self.routes if r not in failed]
         self.left += [(r, why) for r in failed]
         for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven):

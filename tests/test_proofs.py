@@ -155,8 +155,8 @@ def test_a_forced_fused_route_that_races_raises_one_line(solution_copy_dir):
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
     message = str(raised.value)
     assert "\n" not in message and message.startswith(
-        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one left on this interpreter device, "
-        "cannot run: its ordering check found ")
+        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one remaining on this interpreter "
+        "device, cannot run: its ordering check found ")
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
@@ -601,8 +601,8 @@ def test_a_forced_route_whose_witness_fails_raises_one_line(solution_copy_dir):
         copy.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128))
     message = str(raised.value)
     assert "\n" not in message and message.startswith(
-        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one left on this interpreter device, "
-        "cannot run: its witness found ") and "in y_q_t on real values, written by its main kernel" in message
+        "silu_dot_fwd_bwd_quant_fuse: the generic_per_element route, the last one remaining on this interpreter "
+        "device, cannot run: its witness found ") and "in y_q_t on real values, written by its main kernel" in message
 
 
 def test_check_refuses_a_forced_route_whose_witness_fails_in_one_line(solution_copy_dir):
@@ -616,7 +616,7 @@ def test_check_refuses_a_forced_route_whose_witness_fails_in_one_line(solution_c
     assert proc.returncode == 1 and len(lines) == 1, proc.stdout + proc.stderr
     assert lines[0].startswith("check.py: error: the solution's forced route generic_per_element cannot run here: its "
                                "first call raised RuntimeError: silu_dot_fwd_bwd_quant_fuse: the generic_per_element "
-                               "route, the last one left on this interpreter device, cannot run: its witness found "), lines[0]
+                               "route, the last one remaining on this interpreter device, cannot run: its witness found "), lines[0]
 
 
 def test_a_shape_not_yet_proven_refuses_graph_capture_in_one_line(monkeypatch):

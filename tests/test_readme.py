@@ -1,9 +1,11 @@
 """README.md kept true: every command it shows parses, every Triton it lists as run on a GPU has a record under
 results/ (and every such record is listed), its links lead to files, and it cites no tracker issue numbers; the
 verdict lines it shows are what check.py prints by default, every rung it names is one of the solution's ROUTES and
-every ladder it draws one of its BACKENDS', every speed names its baseline, every word of its glossary is defined
-before it is used, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's own parse_args
-judge their arguments, check.py's own verdict() and check_shape() (with the reference as the solution) its lines."""
+every ladder it draws one of its BACKENDS', every speed names its baseline (a table: one unit a column), every word of
+its glossary is defined before its first use, its rungs table follows ROUTE_TABLE and BACKENDS, every checklist step
+holds on every Triton the kit admits, and it is at most 250 lines. CPU only, no kernel runs: check.py's and bench.py's
+own parse_args judge their arguments, check.py's own verdict() and check_shape() (with the reference as the
+solution) its lines."""
 import contextlib
 import functools
 import inspect
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
+from typing import NamedTuple
 
 import pytest
 
@@ -275,8 +279,8 @@ def test_a_stale_verdict_line_is_caught():
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 # Lower-case identifiers in code spans that name no rung, beyond the names the code itself gives (checks, shape
-# groups, the call's parameters, the proofs): a Triton function, a compiler stage, pytest's words.
-NOT_RUNGS = {"div_rn", "hivmc", "failed", "error"}
+# groups, the call's parameters, the proofs): a Triton function, a compiler stage, pytest's words, a torch function.
+NOT_RUNGS = {"div_rn", "hivmc", "failed", "error", "assert_close"}
 # In the output the README quotes: "route: R", "  R: taken", "  R: left: ...", "not tried, below it: R, S".
 ROUTE_LINE = re.compile(r"^\s*route(?: after the calls)?: (\w+)", re.M)
 LADDER_LINE = re.compile(r"^\s+(\w+): (?:taken|left)\b", re.M)
@@ -358,47 +362,83 @@ SPEED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[–-]\d+(?:\.\d+)?)?\s?[x×](?!\
 BASELINES = ("over the reference", "`nvidia`'s time", "`nvidia_per_element`'s time")
 
 
+class Unit(NamedTuple):
+    """A unit of prose: a paragraph, a list item with its continuation lines, or a table cell; for a cell of a
+    table's body, its column's header ("" elsewhere)."""
+    text: str
+    header: str = ""
+
+
+TABLE_RULE = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
+
+
+def table_row(line):
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
 def prose_units(text):
-    """The README's prose outside code blocks, in units: each table cell, each list item with its continuation
-    lines, each paragraph. Code spans that quote a tool's output (holding a speed) are left out: they are quotes."""
+    """The README's prose outside code blocks, in units (Unit): each table cell (a body cell with its column's
+    header), each list item with its continuation lines, each paragraph. Code spans that quote a tool's output
+    (holding a speed) are left out: they are quotes."""
     code = set(code_lines(text))
     units, current = [], []
+    header, previous_row = None, None
 
     def flush():
         if current:
-            units.append(" ".join(current))
+            units.append(Unit(" ".join(current)))
             current.clear()
 
     for line in text.splitlines():
+        if not line.startswith("|"):
+            header = previous_row = None
         if line in code or not line.strip() or line.startswith("#"):
             flush()
         elif line.startswith("|"):
             flush()
-            units.extend(cell.strip() for cell in line.strip("|").split("|"))
+            if TABLE_RULE.match(line):  # the row above was the header
+                header = previous_row
+                continue
+            cells = table_row(line)
+            if header is None:
+                units.extend(Unit(cell) for cell in cells)
+                previous_row = cells
+            else:
+                units.extend(Unit(cell, column) for cell, column in zip(cells, header))
         elif re.match(r"(?:- |\d+\. )", line):
             flush()
             current.append(line)
         else:
             current.append(line.strip())
     flush()
-    return [CODE_SPAN.sub(lambda m: "" if SPEED.search(m.group(1)) else m.group(0), unit) for unit in units]
+    return [unit._replace(text=CODE_SPAN.sub(lambda m: "" if SPEED.search(m.group(1)) else m.group(0), unit.text))
+            for unit in units]
 
 
 def speeds_without_baseline(text):
-    """Each speed after which no baseline of BASELINES comes before the next speed or the end of its unit."""
+    """Each speed whose baseline is not named. In a table whose column header names one baseline of BASELINES,
+    every speed of the column is in that unit, and a cell naming another baseline mixes units (one unit a column).
+    Elsewhere a baseline must come after the speed, before the next speed or the end of its unit."""
     missing = []
     for unit in prose_units(text):
-        found = list(SPEED.finditer(unit))
+        found = list(SPEED.finditer(unit.text))
+        named = [baseline for baseline in BASELINES if baseline in unit.header]
+        if len(named) == 1:
+            others = [baseline for baseline in BASELINES if baseline in unit.text and baseline != named[0]]
+            missing += [f"{speed.group(0)} in {unit.text[:80]!r}, a column of {named[0]}, names {others}"
+                        for speed in found if others]
+            continue
         for speed, following in zip(found, found[1:] + [None]):
-            after = unit[speed.end():following.start() if following else len(unit)]
+            after = unit.text[speed.end():following.start() if following else len(unit.text)]
             if not any(baseline in after for baseline in BASELINES):
-                missing.append(f"{speed.group(0)} in {unit[:80]!r}")
+                missing.append(f"{speed.group(0)} in {unit.text[:80]!r}")
     return missing
 
 
 def test_every_speed_names_its_baseline():
     text = README.read_text()
-    assert len([s for unit in prose_units(text) for s in SPEED.findall(unit)]) >= 20
+    # The speed table's figures and the two compared below it (a count, so that a parser finding none fails).
+    assert len([s for unit in prose_units(text) for s in SPEED.findall(unit.text)]) >= 14
     assert speeds_without_baseline(text) == []
 
 
@@ -407,6 +447,11 @@ def test_a_speed_without_its_baseline_is_caught():
         "1.111× in \"- `native` 1.111×, `generic` 1.494× `nvidia`'s time\""]
     assert speeds_without_baseline("| 28.3× over the reference | 2.5× |\n") == ["2.5× in '2.5×'"]
     assert speeds_without_baseline("8×256×4096 and 128x128 are shapes; `28.29x (leaderboard number)` a quote\n") == []
+    table = "| rung | × over the reference | × `nvidia`'s time | note |\n|---|---|---|---|\n"
+    assert speeds_without_baseline(table + "| `native` | | 1.111× | |\n| `nvidia` | 28.3× (each shape 23–37×) | | |\n") == []
+    assert speeds_without_baseline(table + "| `native` | | 1.2× over the reference | |\n") == [
+        "1.2× in '1.2× over the reference', a column of `nvidia`'s time, names ['over the reference']"]
+    assert speeds_without_baseline(table + "| `native` | | | 1.111× |\n") == ["1.111× in '1.111×'"]
 
 
 # ---------------------------------------------------------------- the glossary comes before its words
@@ -436,3 +481,207 @@ def test_the_glossary_comes_before_any_of_its_words():
 def test_a_word_used_before_the_glossary_is_caught():
     text = README.read_text().replace("## The call\n", "## The call\n\nEach chip takes the first rung it can.\n", 1)
     assert glossary_problems(text) == ["rung"]
+
+
+# The words the glossary defines (its bold terms), each with the pattern of its uses anywhere in the page, code spans
+# and code blocks included: each one's first use must be its own definition, in the glossary. A new bold term needs
+# its line here.
+TERMS = {
+    "rung": r"\brungs?\b",
+    "route": r"\broutes?\b",
+    "ladder": r"\bladders?\b",
+    "left": r"\bleft\b",
+    "remaining": r"\bremaining\b",
+    "exact": r"\bexact\b",
+    "native": r"\bnative\b",
+    "IEEE": r"\bIEEE\b",
+    "table": r"\btables?\b",
+    "per element": r"\bper element\b",
+    "fused": r"\bfused\b",
+    "two-pass": r"\btwo-pass\b",
+    "persistent": r"\bpersistent\b",
+    "launch settings": r"\blaunch settings\b",
+    "PTX pieces": r"\bPTX pieces\b",
+    "probe": r"\bprobe[sd]?\b",
+    "ordering check": r"\bordering checks?\b",
+    "witness": r"\bwitness(?:es)?\b",
+    "proofs": r"\bproofs?\b",
+    "stand-in": r"\bstand-ins?\b",
+    "`benchmark`": r"`benchmark`",
+    "`hidden_like`": r"\bhidden_like\b",
+    "`cpu_small`": r"\bcpu_small\b",
+    "families": r"\bfamil(?:y|ies)\b",
+    "NaN pairs": r"\bNaN pairs?\b",
+    "`triton_only`": r"\btriton_only\b",
+    "release": r"\breleases?\b",
+    "copy-speed ceiling": r"\bcopy-speed ceiling\b",
+}
+
+
+def line_of(text, index):
+    return text.count("\n", 0, index) + 1
+
+
+def term_problems(text):
+    """Each term of TERMS that the glossary does not define, or that the page uses before its definition (the bold
+    term in the glossary), anywhere, the glossary's own earlier lines included; and each bold term of the glossary
+    that TERMS lacks."""
+    start = text.index(f"\n{GLOSSARY}\n")
+    end = text.index("\n## ", start + 1)
+    problems = [f"{term}: in the glossary, not in TERMS" for term in re.findall(r"\*\*([^*]+)\*\*", text[start:end])
+                if term not in TERMS]
+    for term, pattern in TERMS.items():
+        definition = text.find(f"**{term}**", start, end)
+        if definition < 0:
+            problems.append(f"{term}: not defined in the glossary")
+            continue
+        first = re.search(pattern, text, re.I)
+        if first.start() < definition:
+            problems.append(f"{term}: used on line {line_of(text, first.start())} ({first.group(0)!r}) before its "
+                            f"definition on line {line_of(text, definition)}")
+    return problems
+
+
+def test_every_term_is_defined_in_the_glossary_before_its_first_use():
+    assert term_problems(README.read_text()) == []
+
+
+def test_a_term_used_before_its_definition_is_caught():
+    text = README.read_text()
+    used_in_the_call = text.replace("## The call\n", "## The call\n\nTry it on `cpu_small` first.\n", 1)
+    assert [problem.split(":")[0] for problem in term_problems(used_in_the_call)] == ["`cpu_small`"]
+    used_in_the_glossary = text.replace("their arithmetic and how they are launched", "their launch settings", 1)
+    assert [problem.split(":")[0] for problem in term_problems(used_in_the_glossary)] == ["launch settings"]
+    undefined = text.replace("**copy-speed ceiling**", "copy-speed ceiling", 1)
+    assert term_problems(undefined) == ["copy-speed ceiling: not defined in the glossary"]
+
+
+# ---------------------------------------------------------------- the rungs table follows ROUTE_TABLE and BACKENDS
+
+RUNGS = "## The rungs"
+# How the table names each backend of BACKENDS (a new backend needs its word here).
+CHIP_WORDS = {"nvidia": "NVIDIA", "hygon": "Hygon", "amd": "AMD", "iluvatar": "Iluvatar", "thead": "T-Head",
+              "metax": "MetaX", "mthreads": "Moore Threads", "ascend": "Ascend", "interpreter": "interpreter",
+              "unknown": "unknown"}
+# The "first on" columns, each with whether that Triton has a tl.gather that compiles (solution._SIGMOID_TABLE).
+FIRST_ON = {"first on, Triton 3.4+": True, "first on, Triton 3.0–3.3": False}
+
+
+def available(route, gather):
+    """Whether a Triton with (or without) a working tl.gather can have the route: the solution's own answer."""
+    with mock.patch.object(solution, "_SIGMOID_TABLE", gather):
+        return solution.route_available(route)
+
+
+def first_rungs(gather):
+    """{backend: the first rung of its ladder that a Triton with (or without) tl.gather can have}."""
+    return {name: next(route for route in backend.routes if available(route, gather))
+            for name, backend in solution.BACKENDS.items()}
+
+
+def table_under(text, heading):
+    """The first table under a heading: a dict a row, keyed by the header's cells."""
+    lines = text[text.index(f"\n{heading}\n"):].splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
+    header = table_row(lines[first])
+    return [dict(zip(header, table_row(line))) for line in lines[first + 2:end]]
+
+
+def rung_table_problems(text):
+    """Where the rungs table disagrees with the solution: a row per route of ROUTES; its kernels fused or two-pass
+    (and persistent or not), its arithmetic native (probed or not) or IEEE, or as the reference is written where the
+    rung is not exact, its sigmoid from the table or per element (Route's fields); and the backends whose first rung
+    it is, with and without tl.gather (BACKENDS' ladders, less the routes such a Triton cannot have)."""
+    rows = table_under(text, RUNGS)
+    names = [row["rung"].strip("`") for row in rows]
+    problems = [] if sorted(names) == sorted(solution.ROUTES) else [f"rows {names}, ROUTES {list(solution.ROUTES)}"]
+    firsts = {gather: first_rungs(gather) for gather in FIRST_ON.values()}
+    for name, row in zip(names, rows):
+        route = solution.ROUTE_TABLE.get(name)
+        if route is None:
+            continue
+        kernels, arithmetic, sigmoid = row["kernels"], row["arithmetic"], row["sigmoid"]
+        if not kernels.startswith("two-pass" if route.two_pass else "fused"):
+            problems.append(f"{name}: kernels {kernels!r}, two_pass={route.two_pass}")
+        if ("persistent" in kernels) != route.persistent:
+            problems.append(f"{name}: kernels {kernels!r}, persistent={route.persistent}")
+        expected = "native" if route.native_math else "IEEE" if route.exact else "as the reference is written"
+        if not arithmetic.startswith(expected):
+            problems.append(f"{name}: arithmetic {arithmetic!r}, expected {expected!r} (native_math="
+                            f"{route.native_math}, exact={route.exact})")
+        if route.native_math and ("not probed" in arithmetic) == route.probed:
+            problems.append(f"{name}: arithmetic {arithmetic!r}, probed={route.probed}")
+        if not sigmoid.startswith("table" if route.sigmoid_table else "per element"):
+            problems.append(f"{name}: sigmoid {sigmoid!r}, sigmoid_table={route.sigmoid_table}")
+        for column, gather in FIRST_ON.items():
+            expected_chips = {CHIP_WORDS[backend] for backend, first in firsts[gather].items() if first == name}
+            shown = {word for word in CHIP_WORDS.values() if re.search(rf"\b{re.escape(word)}\b", row[column])}
+            if shown != expected_chips:
+                problems.append(f"{name}: {column!r} names {sorted(shown)}, BACKENDS {sorted(expected_chips)}")
+    return problems
+
+
+def test_the_rungs_table_follows_route_table_and_backends():
+    assert set(CHIP_WORDS) == set(solution.BACKENDS)
+    assert rung_table_problems(README.read_text()) == []
+
+
+def test_a_wrong_rungs_table_is_caught():
+    text = README.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `plain` |"))
+    assert rung_table_problems(text.replace(row, row.replace("| two-pass", "| fused"), 1)) == [
+        "plain: kernels 'fused, y handed over in the scratch', two_pass=True"]
+    row = next(line for line in text.splitlines() if line.startswith("| `native` |"))
+    assert rung_table_problems(text.replace(row, row.replace("T-Head, ", ""), 1)) == [
+        "native: 'first on, Triton 3.4+' names ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'unknown'], "
+        "BACKENDS ['AMD', 'Hygon', 'Iluvatar', 'MetaX', 'Moore Threads', 'T-Head', 'unknown']"]
+
+
+# ---------------------------------------------------------------- the checklist holds on every admitted Triton
+
+CHECKLIST = "## Before submitting: the checklist"
+
+
+def routes_named(text):
+    """The routes a piece of text names in its code spans (`route: nvidia`, `--route native`, `nvidia: taken`)."""
+    return {word for span in CODE_SPAN.findall(text) for word in re.findall(r"\w+", span)
+            if word in solution.ROUTE_TABLE}
+
+
+def below_3_4(route):
+    """The rungs a Triton without tl.gather takes instead of route: on each ladder holding it, the next it can have."""
+    return {next(r for r in backend.routes[backend.routes.index(route) + 1:] if available(r, False))
+            for backend in solution.BACKENDS.values() if route in backend.routes}
+
+
+def checklist_problems(text):
+    """Each unit of the checklist's section (a step, a paragraph, a bullet) that names a route a Triton before 3.4
+    cannot have (a table rung: solution.route_available) without saying what to do there: it must name "3.4" and
+    the rungs such a Triton takes in its place (below_3_4)."""
+    start = text.index(f"\n{CHECKLIST}\n")
+    problems = []
+    for unit in prose_units(text[start:text.index("\n## ", start + 1)]):
+        named = routes_named(unit.text)
+        for route in sorted(r for r in named if not available(r, False)):
+            missing = sorted(below_3_4(route) - named)
+            if missing or not re.search(r"\b3\.4\b", unit.text):
+                problems.append(f"{unit.text[:40]!r} names {route}, which Triton 3.0-3.3 cannot have, and not "
+                                f"{' or '.join(missing) or 'Triton 3.4'}")
+    return problems
+
+
+def test_the_checklist_holds_on_every_admitted_triton():
+    text = README.read_text()
+    start = text.index(f"\n{CHECKLIST}\n")
+    assert {"nvidia", "native"} <= routes_named(text[start:text.index("\n## ", start + 1)])  # the table rungs' steps
+    assert checklist_problems(text) == []
+
+
+def test_a_checklist_step_true_only_from_triton_3_4_is_caught():
+    text = README.read_text()
+    step = next(line for line in text.splitlines() if "`route: nvidia_per_element`" in line)
+    broken = text.replace(step, step[:step.index("`route: nvidia`") + len("`route: nvidia`")] + ".", 1)
+    assert checklist_problems(broken) == [
+        "'4. NVIDIA GPU: `python check.py --strict' names nvidia, which Triton 3.0-3.3 cannot have, and not "
+        "nvidia_per_element"]

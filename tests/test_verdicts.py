@@ -19,7 +19,7 @@ from test_cli_errors import TINY, assert_one_line_error, run
 SLASH_RECIPROCAL = "\n\n@triton.jit\ndef _reciprocal_by_slash(d):\n    return 1.0 / d\n"
 RAISES_ON_256_ROWS = SIGNATURE + "    if x.shape[0] == 256:\n        raise RuntimeError('no kernel for 256 rows')\n"
 PROBE_FAILS = ("its first call raised RuntimeError: silu_dot_fwd_bwd_quant_fuse: the native_per_element route, the "
-               "last one left on this interpreter device, cannot run: its probe found ")
+               "last one remaining on this interpreter device, cannot run: its probe found ")
 
 
 def raising_copy(tmp_path, text="NotImplementedError('not yet\\nsecond line')"):
