@@ -157,7 +157,6 @@ _LARGEST_FINITE = tl.constexpr(3.4028234663852886e38)  # fp32's
 _EXPONENT_149 = tl.constexpr(149 << 23)  # subtracted from d's bits: d * 2**-149, exact where used
 
 
-_TWO_POW_24 = tl.constexpr(16777216.0)
 _TWO_POW_MINUS_24 = tl.constexpr(2.0**-24)
 _TWO_POW_23 = tl.constexpr(8388608.0)  # fp32 spacing 1 from here to 2**24: adding it rounds to an integer
 _TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, less these, are t's integer
@@ -191,14 +190,10 @@ def reciprocal_keeping_subnormals(d):
 @triton.jit
 def reciprocal_native(d):
     """1/d by the backend's own IEEE division, for the native sigmoid: 2**24/d (d * 2**-24 is exact for d >= 1),
-    whose quotient is normal for every d, scaled back by a multiply, so a division that flushes subnormal
-    quotients (Triton 3.0-3.5 on NVIDIA) flushes none. The multiply rounds a second time where 1/d is subnormal
-    (d >= 2**126: the gates -87.5, -88 and -88.5); for most such d the two roundings differ from one, but not
-    for these three on the H200 (Triton 3.0, 3.1, 3.5) or on a CPU. Where a backend's differ, or its multiply
-    flushes, the probe finds the gate and the rung runs its sigmoid in the IEEE form (IEEE_FEATURES), which
-    reads the three from the table: 3 compares and selects an element against this form's two multiplies
-    (PERF_NOTES.md, twenty-second round). Cheaper than any form computed exactly on every element: on the H100
-    with Triton 3.6 those took 83-92 registers where div_rn alone took 64 (ninth and twelfth rounds)."""
+    never a subnormal quotient, so a division that flushes those (Triton 3.0-3.5 on NVIDIA) flushes nothing, scaled
+    back by a multiply. That second rounding is wrong for some d >= 2**126 (1/d subnormal), right for the three that
+    bf16 gates make (-87.5 to -88.5) on the H200 and a CPU; where a backend's is not, or its multiply flushes, the
+    probe finds the gate and the IEEE form runs, which reads those three from the table (PERF_NOTES.md, 22nd round)."""
     return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24
 
 
@@ -1607,21 +1602,15 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     autotuning (it costs judge time). resident: how many of the route's programs an SM holds at once
     (resident_programs), where known.
 
-    nvidia: 8 warps, 32-token slices, y in 64-channel rows and at most 80 registers a thread, so that
-    three programs fit on an SM without spilling: the fastest on most shapes (PERF_NOTES.md). When the
-    grid needs as many rounds of two programs per SM as of three (512 tiles on 132 SMs: 1.3 rounds of
-    three, 1.9 of two), 16 warps at 64 registers instead: a round of those ends sooner.
-    Every other route: its record's threads (fewer where the backend allows fewer, or the backend's
-    warps), slices and y rows (capped where the backend caps them), no register cap. The native rung
-    reads y back in 32-channel rows, the native rung with the sigmoid per element runs 512 threads (its
-    temporaries at 256 took 160 registers, one program an SM), and 256 in 16-token slices on a grid of many
-    tiles (Route.many_tiles), and so does the IEEE one (at 256 threads it ran 1.57x the nvidia route's time, at
-    512 1.42x: PERF_NOTES.md, fourteenth round). A persistent
-    route launches sm_count * resident programs where both are known (fewer programs idle SMs, more wait
-    for a free one and then run their tiles late); a
-    persistent two-pass route one a core (sm_count: on Ascend its vector cores), as triton-ascend's docs
-    advise for vector-only kernels. The fused kernel's per-element routes load a slice ahead where a
-    program has at most 128 threads (Moore Threads' 4 warps where they are 32 wide), from Triton 3.6
+    nvidia: 8 warps, 32-token slices, y in 64-channel rows, at most 80 registers a thread (three programs an SM,
+    no spill); where the grid needs as many rounds of two programs an SM as of three (512 tiles on 132 SMs), 16
+    warps at 64 registers, whose rounds end sooner (PERF_NOTES.md). Every other route: its record's threads (or
+    Route.many_tiles'; fewer where the backend allows fewer, or the backend's warps), slices and y rows (capped
+    where the backend caps them), no register cap. The per-element rungs run 512 threads (at 256 the native one
+    took 160 registers in 32-token slices; the IEEE one ran 1.57x the nvidia route's time, at 512 1.42x:
+    fourteenth round). A persistent route launches sm_count * resident programs where both are known, a
+    persistent two-pass route one a core (on Ascend its vector cores), as triton-ascend's docs advise for
+    vector-only kernels. The per-element routes load a slice ahead where a program has at most 128 threads
     (_prefetches).
     """
     backend = _backend(backend)
@@ -1645,9 +1634,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
                           programs=programs, prefetch=_prefetches(route, num_warps * warp_size))
 
 
-# Past two tiles an SM, native_per_element's programs of half the threads, in half the slices, hold 62 registers instead
-# of 61 and four of them share an SM instead of two: on the H200 (Triton 3.1) 4-8% faster on the larger shapes and
-# 5-12% slower below (PERF_NOTES.md, twenty-second round).
+# Past two tiles an SM, native_per_element's programs of 256 threads in 16-token slices (62 registers, four an SM):
+# 4-8% faster there on the H200 (Triton 3.1), 5-12% slower below (PERF_NOTES.md, twenty-second round).
 MANY_TILES_PER_SM = 2
 _PREFETCH_MAX_THREADS = 128
 _PREFETCH_FROM = (3, 6)
