@@ -3,8 +3,10 @@ probe finds a difference from IEEE arithmetic is left for the next rung with one
 unchanged. Under the interpreter the native arithmetic is numpy's; an exact stand-in of it is the baseline,
 and each fault a chip's compiler could have is injected into it."""
 import sys
+import warnings
 
 import numpy as np
+
 import pytest
 import torch
 import triton
@@ -165,12 +167,31 @@ def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
     _only_the_feature_turns_ieee(native_interpreter, "sigmoid", "sigmoid", "native_per_element", "gate 0x")
 
 
-def test_a_flushing_division_turns_the_sigmoid_ieee(native_interpreter):
-    """div_rn flushing a subnormal quotient, as Triton 3.0-3.5 compile it on NVIDIA: the probe finds the three
-    gates whose sigmoid is subnormal, and the rung keeps every other native feature."""
+def test_a_flushing_division_leaves_the_native_sigmoid_native(native_interpreter):
+    """div_rn flushing a subnormal quotient, as Triton 3.0-3.5 compile it on NVIDIA: the native sigmoid divides
+    2**24 by d, a normal quotient for every gate, so the probe finds nothing, the rung keeps every feature
+    native and writes the IEEE rung's bytes (the three subnormal gates among the probe's)."""
     import ftz_safe_sigmoid
-    with ftz_safe_sigmoid.division(flushing=True):
-        _only_the_feature_turns_ieee(native_interpreter, "sigmoid", "sigmoid", "native_per_element", "gate 0xc2af")
+    expected = _ieee_bytes(native_interpreter)
+    _per_element_ladder(native_interpreter)
+    with ftz_safe_sigmoid.division(flushing=True), warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*IEEE form", category=RuntimeWarning)
+        out = _bytes(_call())
+    assert dict(solution.ladder_for("cpu"))["native_per_element"].startswith("taken (its probe: no difference")
+    assert all(torch.equal(a, b) for a, b in zip(out, expected))
+
+
+def test_a_flushing_sigmoid_turns_the_sigmoid_ieee(native_interpreter):
+    """The native reciprocal flushed where subnormal (a backend whose multiply flushes): the probe finds the three
+    gates whose sigmoid is subnormal, and the rung keeps every other native feature."""
+    native_interpreter.setattr(solution, "reciprocal_native", _flushed_reciprocal)
+    _only_the_feature_turns_ieee(native_interpreter, "sigmoid", "sigmoid", "native_per_element", "gate 0xc2af")
+
+
+@triton.jit
+def _flushed_reciprocal(d):
+    r = solution.reciprocal_keeping_subnormals(d)
+    return tl.where(tl.abs(r) < 1.1754943508222875e-38, 0.0, r)
 
 
 def test_two_faults_turn_their_two_features_ieee(native_interpreter):
