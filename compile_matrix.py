@@ -32,7 +32,9 @@ On cuda each compile's PTX also goes through the ptxas that Triton bundles, with
 the row gives the kernel's registers, spill stores and loads, and Triton's shared memory bytes, and on a
 target whose SM limits are known (SM_LIMITS: sm_80, the A100) how many programs an SM holds. On hip the row gives
 the AMDGCN's own VGPRs, SGPRs, spills, scratch bytes and waves a SIMD, linked or not (parse_amdgcn_usage), and
-Triton's shared memory bytes, from the compile's stages where it was not linked.
+Triton's shared memory bytes, from the compile's stages where it was not linked. On both, where the kernel's
+loops are known (kernel_loops), the row's result has the instructions a thread executes per element it handles,
+estimated from the SASS or the AMDGCN with each loop's body counted once per trip (instructions_per_element).
 
 An npu target (Ascend, e.g. npu:Ascend910B3) compiles only under triton-ascend, with ascendnpu-ir's
 bishengir-compile: see _prepare_npu_toolchain. There the stores are counted in the HIVM IR that
@@ -41,6 +43,7 @@ holds bishengir's own plan of the kernel's unified buffer (UB): the row gives th
 and fails above UB_LIMIT_BYTES, and says so where the plan is of bishengir's retry after an overflow.
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -53,7 +56,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import harness  # imports no triton
 
@@ -332,6 +335,274 @@ def parse_amdgcn_usage(asm):
     return usage if any(v is not None for v in usage.values()) else None
 
 
+# ---------------------------------------------------------------- instructions per element (static, loops weighted)
+
+class Instruction(NamedTuple):
+    """One instruction of a listing: its place (SASS: its address; AMDGCN: its index), opcode, whether it is
+    conditional (a predicated SASS instruction; AMDGCN's s_cbranch_*), the label it goes to where it is a branch,
+    and the source line it comes from, (file name, line), where the listing says."""
+    place: int
+    opcode: str
+    conditional: bool
+    target: Optional[str] = None
+    source: Optional[tuple] = None
+
+
+class Isa(NamedTuple):
+    """How a listing is read: its parser (text -> (instructions, {label: place of the instruction after it})),
+    the opcode that ends the kernel, its NOP, and the call of a slow path that a conditional branch skips (None:
+    not looked for)."""
+    parse: Callable
+    end: str
+    nop: str
+    call: Optional[str]
+
+
+class Loop(NamedTuple):
+    """A loop of a kernel: its trip count (None: not known), how many loops hold it and its source line, (file
+    name, line), where known."""
+    trips: Optional[int]
+    depth: int
+    source: Optional[tuple] = None
+
+
+_SASS_LINE = re.compile(r"\s*/\*([0-9a-f]+)\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)\S*(.*)")
+_SASS_SOURCE = re.compile(r'\s*//## File "([^"]*)", line (\d+)')
+
+
+def parse_sass(sass):
+    """(instructions, labels) of an nvdisasm listing (with -g, each instruction's source line)."""
+    instructions, labels, pending, source = [], {}, [], None
+    for line in sass.splitlines():
+        if (label := re.match(r"\s*(\.L_x_\d+):", line)):
+            pending.append(label.group(1))
+        elif (where := _SASS_SOURCE.match(line)):
+            source = (os.path.basename(where.group(1)), int(where.group(2)))
+        elif (m := _SASS_LINE.match(line)):
+            place = int(m.group(1), 16)
+            labels.update((name, place) for name in pending)
+            pending = []
+            target = re.search(r"(\.L_x_\d+)", m.group(4)) if m.group(3) == "BRA" else None
+            instructions.append(Instruction(place, m.group(3), bool(m.group(2)), target and target.group(1), source))
+    return instructions, labels
+
+
+def parse_amdgcn(asm):
+    """(instructions, labels) of an AMDGCN assembly, each instruction with its source line (.file and .loc)."""
+    instructions, labels, files, source = [], {}, {}, None
+    for line in asm.splitlines():
+        text = line.split(";")[0].rstrip()
+        if (label := re.match(r"([\w.$]+):", text)):
+            labels[label.group(1)] = len(instructions)
+        elif (file := re.match(r'\s*\.file\s+(\d+)\s+(?:"[^"]*"\s+)?"([^"]*)"', text)):
+            files[file.group(1)] = os.path.basename(file.group(2))
+        elif (where := re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", text)):
+            source = (files.get(where.group(1)), int(where.group(2))) if int(where.group(2)) else None
+        elif (m := re.match(r"\s+([a-z][a-z0-9_]*)\b(.*)", text)):
+            opcode = m.group(1)
+            branch = opcode == "s_branch" or opcode.startswith("s_cbranch_")
+            target = m.group(2).split(",")[0].strip() if branch else None
+            instructions.append(Instruction(len(instructions), opcode, opcode.startswith("s_cbranch_"), target, source))
+    return instructions, labels
+
+
+ISAS = {"sass": Isa(parse_sass, "EXIT", "NOP", "CALL"), "amdgcn": Isa(parse_amdgcn, "s_endpgm", "s_nop", None)}
+
+
+def listing_loops(instructions, labels):
+    """The loops of a listing, [(head, end)] in the order they open (of two at one place, the outer first): for each
+    label that a branch goes back to, from the label to the last branch back to it, and on to the end of any loop
+    whose head is inside it (an inner loop whose exit branches back to the outer loop's head: LLVM lays out the
+    rest of the inner loop after that branch)."""
+    ends = {}
+    for ins in instructions:
+        head = labels.get(ins.target)
+        if head is not None and head <= ins.place:
+            ends[ins.target] = max(ends.get(ins.target, ins.place), ins.place)
+    loops = sorted(([labels[label], end] for label, end in ends.items()), key=lambda loop: (loop[0], -loop[1]))
+    for outer in reversed(loops):  # inner loops first, so that an outer loop takes their extended ends
+        outer[1] = max([outer[1]] + [end for head, end in loops if outer[0] < head <= outer[1]])
+    return [tuple(loop) for loop in loops]
+
+
+def _listing_parents(loops):
+    """The innermost loop holding each of listing_loops' loops, by index, or None."""
+    return [max((j for j, (h, e) in enumerate(loops) if j != i and h <= head and end <= e),
+                key=lambda j: loops[j][0], default=None) for i, (head, end) in enumerate(loops)]
+
+
+def _nest_parents(nest):
+    """The loop holding each loop of a nest (Loops in the order they open), by index, or None."""
+    return [next((j for j in range(i - 1, -1, -1) if nest[j].depth < loop.depth), None) for i, loop in enumerate(nest)]
+
+
+def _slow_path(body, labels, isa):
+    """The places of the regions that a conditional forward branch skips where a region holds the ISA's call and no
+    branch: the call of the division's slow path, with its argument moves, never run on normal operands."""
+    skipped = set()
+    for ins in body if isa.call else ():
+        target = labels.get(ins.target) if ins.conditional else None
+        region = [other for other in body if target is not None and ins.place < other.place < target]
+        if any(other.opcode == isa.call for other in region) and not any(other.target for other in region):
+            skipped.update(other.place for other in region)
+    return skipped
+
+
+def _kept_loops(loops, body, nest):
+    """Each way the listing's loops can be the nest's loops that the compiler kept as loops (the others unrolled:
+    their copies are in the listing): tuples of the nest's indices, one a listing loop, in order and nesting; where
+    a nest loop's source line is known and the listing has source lines, its listing loop holds an instruction of
+    that line."""
+    parents, nest_parents = _listing_parents(loops), _nest_parents(nest)
+    lines = [{ins.source for ins in body if head <= ins.place <= end} for head, end in loops]
+    lined = any(ins.source for ins in body)
+
+    def kept_parent(j, kept):  # the innermost loop of the nest holding loop j that the compiler kept
+        j = nest_parents[j]
+        while j is not None and j not in kept:
+            j = nest_parents[j]
+        return j
+    for kept in itertools.combinations(range(len(nest)), len(loops)):
+        if any(kept_parent(j, kept) != (None if p is None else kept[p]) for j, p in zip(kept, parents)):
+            continue
+        if lined and any(nest[j].source and nest[j].source not in sources for j, sources in zip(kept, lines)):
+            continue
+        yield kept
+
+
+def instructions_per_element(text, isa, nest, elements_per_thread):
+    """The instructions a thread executes per element it handles, estimated from a static listing (text, of ISAS'
+    isa) and the kernel's loops (nest: Loops in the order they open): the kernel's body up to its last end (EXIT,
+    s_endpgm; the subroutines after it, such as div_rn's slow path, never run on normal operands), each instruction
+    counted once per trip of every loop that holds it, without NOPs and the slow path's call (_slow_path). The
+    listing's loops (listing_loops) are matched to the nest's (_kept_loops). None where the listing has no end, its
+    loops match no part of the nest, or two matches give different figures."""
+    instructions, labels = isa.parse(text)
+    ends = [i for i, ins in enumerate(instructions) if ins.opcode == isa.end]
+    if not ends:
+        return None
+    body = instructions[:ends[-1] + 1]
+    loops = listing_loops(body, labels)
+    skipped = _slow_path(body, labels, isa)
+    counted = [ins for ins in body if ins.opcode != isa.nop and ins.place not in skipped]
+    figures = set()
+    for kept in _kept_loops(loops, body, nest):
+        executed = sum(math.prod(nest[j].trips for j, (head, end) in zip(kept, loops) if head <= ins.place <= end)
+                       for ins in counted)
+        figures.add(round(executed / elements_per_thread, 1))
+    return figures.pop() if len(figures) == 1 else None
+
+
+def _loc_source(loc, definitions):
+    """(file name, line) of a TTIR location (the text inside loc(...)): a call site's callee, a name's location,
+    an alias's definition; None where unknown."""
+    for _ in range(len(definitions) + 1):
+        if (where := re.match(r'"([^"]*)":(\d+):\d+$', loc)):
+            return os.path.basename(where.group(1)), int(where.group(2))
+        alias = re.match(r"(?:callsite\()?(#loc\d*)\b|\"[^\"]*\"\((#loc\d*)\)$", loc)
+        if not alias:
+            return None
+        loc = definitions.get(alias.group(1) or alias.group(2), "")
+    return None
+
+
+def ttir_loops(ttir):
+    """The loops of a TTIR in the order they open: scf.for (its trip count where its bounds are constants) and
+    scf.while (its trip count not known), each with its depth and source line."""
+    lines = ttir.splitlines()
+    definitions = dict(m.groups() for m in (re.match(r"(#loc\d*) = loc\((.*)\)\s*$", line) for line in lines) if m)
+    constants = dict(re.findall(r"(%\w+) = arith\.constant (-?\d+) : i\d+", ttir))
+    loops, stack = [], []
+    for line in lines:
+        text = line.strip()
+        if text.startswith("}"):
+            index = stack.pop() if stack else None
+            if text.endswith("{"):  # "} do {", "} else {": the op's next region
+                stack.append(index)
+            elif index is not None and (loc := re.search(r"\bloc\((.*)\)\s*$", text)):
+                loops[index] = loops[index]._replace(source=_loc_source(loc.group(1), definitions))
+        elif text.endswith("{"):
+            op = re.search(r"\bscf\.(for|while)\b", text)
+            if op:
+                bounds = re.search(r"= (%\w+) to (%\w+) step (%\w+)", text) if op.group(1) == "for" else None
+                values = [constants.get(v) for v in bounds.groups()] if bounds else [None]
+                trips = None if None in values else max(0, -(-(int(values[1]) - int(values[0])) // int(values[2])))
+                loops.append(Loop(trips, sum(i is not None for i in stack)))
+            stack.append(len(loops) - 1 if op else None)
+    return loops
+
+
+def kernel_loops(kernel, constexprs, threads):
+    """(the loops of a solution kernel, Loops in the order they open, and the elements a thread handles in them),
+    from its source and constexprs; None for a kernel whose loops are not known here (the probe, the table's, the
+    ordering check's, the witness's). A loop over a kernel's tiles (the persistent fused kernel's, the two-pass
+    kernels') counts one trip: the figure is per tile. A loop of one trip is no loop (the compiler folds it)."""
+    c = constexprs
+    if kernel == "_silu_mul_quant_kernel":
+        slices = [c["GROUP"] // c["CHUNK"], c["GROUP"] // c["Y_CHUNK"]]  # the grad_input slices, the y rows
+        tiles = [Loop(1, 0)] if c["PERSISTENT"] else []
+        return [*tiles, *(Loop(trips, len(tiles)) for trips in slices if trips > 1)], c["GROUP"] ** 2 / threads
+    if kernel == "_grad_rows_kernel":  # a tile: ROWS tokens x GROUPS groups
+        elements = c["ROWS"] * c["GROUPS"] * c["GROUP"]
+    elif kernel in ("_y_columns_kernel", "_y_kept_kernel", "_y_transposed_kernel"):  # CHANNELS x GROUPS groups
+        elements = c["CHANNELS"] * c["GROUPS"] * c["GROUP"]
+    else:
+        return None
+    return [Loop(1, 0), *([Loop(c["GROUPS"], 1)] if c["GROUPS"] > 1 else [])], elements / threads
+
+
+def per_element(listing, isa, kernel, constexprs, threads, ttir=None):
+    """instructions_per_element of a kernel's listing at its launch's constexprs and threads (kernel_loops), to 0.1,
+    the loops' source lines from the compile's TTIR where given (whose loops must be kernel_loops', in order and
+    depth, with the same trip counts where constant); None where any of it is not known."""
+    known = kernel_loops(kernel, constexprs, threads) if listing else None
+    if not known:
+        return None
+    nest, elements = known
+    if ttir is not None:
+        found = ttir_loops(ttir)
+        if [loop.depth for loop in found] != [loop.depth for loop in nest] or any(
+                f.trips is not None and f.trips != loop.trips for f, loop in zip(found, nest)):
+            return None
+        nest = [loop._replace(source=f.source) for f, loop in zip(found, nest)]
+    return instructions_per_element(listing, ISAS[isa], nest, elements)
+
+
+PER_ELEMENT_LEGEND = (
+    "instr/elem: instructions a thread executes per element it handles, estimated from the static SASS (cubin "
+    "rows) or AMDGCN (hip rows): the body up to its last EXIT or s_endpgm, each instruction counted once per trip "
+    "of the loops that hold it (trip counts from the launch's constexprs), without NOPs or the division's slow-path "
+    "call; per tile for the persistent fused kernel and the two-pass kernels. '-': no listing (Ascend, a failed "
+    "compile), a kernel whose loops are not known here (the table's, the probe's, the ordering check's, the "
+    "witness's), or a listing whose loops are not the kernel's")
+
+
+def per_element_text(result):
+    """A compile result's instructions per element as a table shows it: "71.0", or "-" where not known."""
+    figure = (result or {}).get("per_element")
+    return "-" if figure is None else f"{figure:.1f}"
+
+
+def disassemble(cubin):
+    """The SASS of a cubin as this Triton's bundled nvdisasm prints it, with source lines (-g); None where it
+    cannot."""
+    import triton
+    try:
+        from triton import knobs  # 3.4+: a knobs tool
+        nvdisasm = knobs.nvidia.nvdisasm.path
+    except (ImportError, AttributeError):
+        nvdisasm = str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm")
+    with tempfile.TemporaryDirectory(prefix="nvdisasm-") as workdir:
+        path = Path(workdir) / "kernel.cubin"
+        path.write_bytes(cubin)
+        try:
+            proc = subprocess.run([nvdisasm, "-c", "-g", str(path)], capture_output=True, text=True,
+                                  timeout=COMPILE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def _ptxas_path(arch):
     """The ptxas this Triton compiles with (its bundled one, or TRITON_PTXAS_PATH), however the version
     names it."""
@@ -484,11 +755,12 @@ def ub_overflow_text(message):
 
 def compile_one(job, solution_path):
     """Compiles one job's launch; returns {sites, stores, asm, binary, no_binary, gathers, inline_asm, ttir,
-    threads, shared, ptxas}: store sites in TTIR and global stores in the asm stage, whether the binary was
-    made (and why not), how many tt.gather and inline asm ops the TTIR holds, the TTIR itself (without its
-    #loc lines, for the judge's TTIR rules), threads a program, Triton's shared memory bytes, and on cuda
-    ptxas' registers, stack and spills (ptxas_usage), and on npu bishengir's UB plan (ub_plan). Raises on
-    a failed compile."""
+    threads, shared, ptxas, amdgcn, per_element}: store sites in TTIR and global stores in the asm stage, whether
+    the binary was made (and why not), how many tt.gather and inline asm ops the TTIR holds, the TTIR itself
+    (without its #loc lines, for the judge's TTIR rules), threads a program, Triton's shared memory bytes, on cuda
+    ptxas' registers, stack and spills (ptxas_usage), on hip the AMDGCN's (parse_amdgcn_usage), the instructions
+    a thread executes per element (per_element, of the SASS or the AMDGCN; None where not known), and on npu
+    bishengir's UB plan (ub_plan). Raises on a failed compile."""
     import triton
     from triton.backends.compiler import GPUTarget
     solution = harness.load_solution(solution_path, name="solution_under_compile")
@@ -522,11 +794,19 @@ def compile_one(job, solution_path):
         with tempfile.TemporaryDirectory(prefix="ptxas-usage-") as workdir:
             usage = ptxas_usage(stages_seen["ptx"], job["arch"], launch.options, workdir)
     amdgcn = parse_amdgcn_usage(stages_seen["amdgcn"]) if "amdgcn" in stages_seen else None
+    threads = launch.options.get("num_warps", 4) * job["warp_size"]
+    listing = (None, None)
+    if job["backend"] == "cuda" and compiled is not None:
+        listing = ("sass", disassemble(compiled.asm["cubin"]))
+    elif "amdgcn" in stages_seen:
+        listing = ("amdgcn", stages_seen["amdgcn"])
     return {"sites": _count_store_sites(ttir), "stores": stores,
             "asm": toolchain.asm, "binary": no_binary is None, "no_binary": no_binary,
             "gathers": _count_ops(ttir, "tt.gather"), "inline_asm": _count_ops(ttir, "tt.elementwise_inline_asm"),
-            "ttir": "\n".join(_ttir_lines(ttir)), "threads": launch.options.get("num_warps", 4) * job["warp_size"],
-            "shared": shared, "ptxas": usage, "amdgcn": amdgcn,
+            "ttir": "\n".join(_ttir_lines(ttir)), "threads": threads, "shared": shared, "ptxas": usage,
+            "amdgcn": amdgcn,
+            "per_element": per_element(listing[1], listing[0], launch.kernel.__name__, launch.constexprs, threads,
+                                       ttir),
             **({"ub": ub_plan(stages_seen[toolchain.stage], "".join(bishengir_stderr))}
                if job["backend"] == "npu" else {})}
 
@@ -968,14 +1248,14 @@ def without_ttir(result):
 
 
 def format_table(rows, shape_count):
-    head = ["target", "route", "kernel", "settings", "shapes", "result"]
+    head = ["target", "route", "kernel", "settings", "shapes", "instr/elem", "result"]
     body = [[r["target"], r["route"], r["kernel"], r["settings"], f"{r['shapes']}/{shape_count}",
-             r["detail"] if r["ok"] else "FAIL: " + r["detail"]] for r in rows]
+             per_element_text(r["result"]), r["detail"] if r["ok"] else "FAIL: " + r["detail"]] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line[:-1], widths)) + "  " + line[-1]
              for line in [head, *body]]
     lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
+    return "\n".join(lines + ["", PER_ELEMENT_LEGEND])
 
 
 def environment():

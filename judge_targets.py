@@ -39,7 +39,10 @@ how many of its programs an SM holds. hip rows give the AMDGCN's own VGPRs, SGPR
 its LLVM says, waves a SIMD (compile_matrix.parse_amdgcn_usage), linked or not, and Triton's shared memory bytes (from
 the compile's stages where it was not linked). Ascend rows give each kernel's unified buffer (UB) as bishengir's own
 plan has it (compile_matrix.ub_plan: "UB 88.7 KB of 192 KB planned", and whether the plan is of bishengir's
-retry after its first plan overflowed); --json has it as the row's result's "ub".
+retry after its first plan overflowed); --json has it as the row's result's "ub". Cubin and hip rows also give, in
+their instr/elem column, the instructions a thread executes per element it handles, estimated from the SASS or the
+AMDGCN with each loop counted once per trip (compile_matrix.instructions_per_element; "-" where the kernel's loops
+are not known, and on Ascend); --json has it as the row's result's "per_element".
 
 Each Triton lives in a venv of its own (python -m venv --system-site-packages --without-pip: the system
 site-packages' torch is reused, and its pip installs; pip install --no-deps: nothing else is pulled in),
@@ -942,7 +945,7 @@ def _compile_rows(compiles, solution_path, jobs, timeout, log, source=()):
 
 def format_table(rows, shape_count):
     head = ["backend", "Triton", "compiled for", "kernel", "settings", "shapes", "verdict", "reached", "limits",
-            "compile"]
+            "instr/elem", "compile"]
     judge = judge_rows()
     body = []
     for r in rows:
@@ -951,7 +954,8 @@ def format_table(rows, shape_count):
         limits = ("FAIL: " + "; ".join(r["limit_problems"]) if r["limit_problems"] else
                   f"ok ({r['launches_checked']} launches)" if r["launches_checked"] else "-")
         body.append([row.label, r["triton"], target, r["kernel"], r["settings"], f"{r['shapes']}/{shape_count}",
-                     "PASS" if r["ok"] else "FAIL", r["reached"], limits, r["compile"]])
+                     "PASS" if r["ok"] else "FAIL", r["reached"], limits, compile_matrix.per_element_text(r["result"]),
+                     r["compile"]])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(line[:-1], widths)) + "  " + line[-1] for line in [head, *body]]
     lines.insert(1, "-" * len(lines[0]))
@@ -969,7 +973,8 @@ def format_table(rows, shape_count):
                          f"threads, {limits.programs} programs)")
     notes += [f"  {row.label} on Triton {row.triton}: {row.why}" for row in shown if row.why]
     notes = list(dict.fromkeys(notes))
-    return "\n".join(lines + (["", "Stand-ins and extra rows:"] + notes if notes else []))
+    return "\n".join(lines + ["", compile_matrix.PER_ELEMENT_LEGEND]
+                      + (["", "Stand-ins and extra rows:"] + notes if notes else []))
 
 
 def report(solution_path, json_path=None, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, chips=None):

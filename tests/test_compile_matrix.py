@@ -55,6 +55,10 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_p
             assert row["result"]["amdgcn"]["vgprs"] > 0 and row["result"]["amdgcn"]["occupancy"] > 0, row
             assert row["result"]["shared"] is not None, row
         assert "ttir" not in row["result"]
+    # The fused kernel's instructions per element, from its SASS or AMDGCN, on every rung and composition.
+    fused = [row for row in report["rows"] if row["kernel"] == "_silu_mul_quant_kernel"]
+    assert fused and all(row["result"]["per_element"] > 0 for row in fused), [
+        (row["route"], row["settings"], row["result"]["per_element"]) for row in fused]
 
 
 STAGES_WITHOUT_A_BINARY = """
@@ -354,3 +358,176 @@ def test_the_ub_limit_is_150_kb_and_a_plan_over_it_fails_the_compile():
     process.stdout = process.stdout.replace('"ub": {', '"ub": null, "x": {')
     ok, detail, _ = compile_matrix.compile_verdict(process)
     assert not ok and "no UB plan in the HIVM IR" in detail
+
+
+# ---------------------------------------------------------------- instructions per element
+
+def sass(*lines):
+    """An nvdisasm listing: instructions at addresses 0x00, 0x10, ... (lines ending with ":" are labels, lines
+    starting with "//" or "." are kept as they are)."""
+    out, address = [], 0
+    for line in lines:
+        if line.endswith(":") or line.startswith(("//", ".")):
+            out.append(line)
+        else:
+            out.append(f"        /*{address:04x}*/                   {line} ;")
+            address += 0x10
+    return "\n".join(out)
+
+
+SASS_LOOP = sass("MOV R1, c[0x0][0x28]", "S2R R0, SR_TID.X",
+                 ".L_x_0:", "FADD R2, R2, 1", "NOP", "ISETP.NE.AND P0, PT, R0, RZ, PT", "@P0 BRA `(.L_x_0)",
+                 "EXIT", ".L_x_1:", "BRA `(.L_x_1)")  # the branch to itself after the last EXIT is no loop
+SASS_NESTED = sass("MOV R1, c[0x0][0x28]",
+                   ".L_x_0:", "IADD3 R2, R2, 0x1, RZ",
+                   ".L_x_1:", "FFMA R3, R3, R4, R5", "@P1 BRA `(.L_x_1)",
+                   "@P0 BRA `(.L_x_0)", "EXIT")
+# A division: its slow path is a call that a predicated forward branch skips, the subroutine after the last EXIT.
+SASS_SLOW_PATH = sass("FCHK P0, R2, R3", "FFMA R4, R2, R5, RZ", "@!P0 BRA `(.L_x_1)", "MOV R0, R2",
+                      "CALL.REL.NOINC `($__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath)", "MOV R4, R0",
+                      ".L_x_1:", "STG.E desc[UR4][R6.64], R4", "EXIT",
+                      ".weak $__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath",
+                      "$__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath:", "FMUL R0, R0, R2",
+                      "RET.REL.NODEC R4 `(_kernel)")
+# As LLVM writes a loop of 4 trips: entered in its middle, two branches back to its head, and a second loop (2
+# trips) unrolled: its body twice, after the first. Their source lines (.loc) tell which loop is which.
+AMDGCN_LOOPS = """	.text
+	.globl	k
+	.file	1 "/src" "solution.py"
+k:
+	.loc	1 10 0
+	s_load_dwordx2 s[0:1], s[4:5], 0x0
+	s_mov_b32 s2, 0
+	s_branch .LBB0_2
+.LBB0_1:
+	.loc	1 20 5
+	s_add_i32 s2, s2, 1
+	s_cmp_lt_u32 s2, 3
+	s_cbranch_scc0 .LBB0_3
+.LBB0_2:
+	.loc	1 21 7
+	v_add_f32_e32 v1, v1, v2
+	s_nop 1
+	s_cbranch_execz .LBB0_1
+	v_mul_f32_e32 v1, v1, v2   ; a comment
+	s_branch .LBB0_1
+.LBB0_3:
+	.loc	1 30 5
+	v_exp_f32_e32 v3, v1
+	v_exp_f32_e32 v4, v1
+	global_store_dword v[5:6], v3, off
+	s_endpgm
+.Lfunc_end0:
+	.size	k, .Lfunc_end0-k
+; NumVgprs: 8
+"""
+Loop = compile_matrix.Loop
+
+
+@pytest.mark.parametrize("listing, nest, expected", [
+    (SASS_LOOP, [Loop(4, 0)], (2 + 3 * 4 + 1) / 5),              # the NOP left out
+    (SASS_NESTED, [Loop(2, 0), Loop(3, 1)], (1 + 1 * 2 + 2 * 3 * 2 + 1 * 2 + 1) / 5),
+    (SASS_SLOW_PATH, [], 5 / 5),                                  # FCHK, FFMA, BRA, STG, EXIT
+    (SASS_LOOP, [], None),                                        # a loop the kernel has not
+    (SASS_NESTED, [Loop(2, 0), Loop(3, 0)], None),                # one loop in the other, not after it
+])
+def test_sass_instructions_per_element_weigh_each_loop_by_its_trips(listing, nest, expected):
+    figure = compile_matrix.instructions_per_element(listing, compile_matrix.ISAS["sass"], nest, 5)
+    assert figure == (None if expected is None else round(expected, 1))
+
+
+def test_amdgcn_instructions_per_element_match_the_loops_kept_by_their_source_lines():
+    amdgcn = compile_matrix.ISAS["amdgcn"]
+    instructions, labels = amdgcn.parse(AMDGCN_LOOPS)
+    assert [i.opcode for i in instructions][:3] == ["s_load_dwordx2", "s_mov_b32", "s_branch"]
+    assert compile_matrix.listing_loops(instructions, labels) == [(3, 10)]  # one loop, two branches back
+    assert instructions[3].source == ("solution.py", 20)
+    # The loop is the first (line 20, 4 trips), the second unrolled: 7 instructions 4 times, 7 once (no s_nop).
+    first, second = Loop(4, 0, ("solution.py", 20)), Loop(2, 0, ("solution.py", 30))
+    assert compile_matrix.instructions_per_element(AMDGCN_LOOPS, amdgcn, [first, second], 7) == 5.0
+    # Without source lines either loop could be the one kept: two figures, none told.
+    assert compile_matrix.instructions_per_element(AMDGCN_LOOPS, amdgcn, [Loop(4, 0), Loop(2, 0)], 7) is None
+    assert compile_matrix.instructions_per_element(AMDGCN_LOOPS, amdgcn, [second], 7) is None  # line 30: no loop
+    assert compile_matrix.instructions_per_element("s_nop 0", amdgcn, [], 1) is None  # no s_endpgm
+
+
+# As LLVM lays out a loop in a loop (AMDGCN, Triton 3.6): the inner loop's exit branches back to the outer loop's
+# head before the rest of the inner loop, which is in the outer loop all the same.
+AMDGCN_NESTED = """k:
+	s_mov_b32 s0, 0
+	s_branch .LBB0_3
+.LBB0_2:
+	s_add_i32 s0, s0, 1
+	s_cbranch_scc0 .LBB0_13
+.LBB0_3:
+	v_mov_b32_e32 v0, 0
+	s_branch .LBB0_11
+.LBB0_10:
+	s_add_i32 s1, s1, 1
+	s_cbranch_scc0 .LBB0_2
+.LBB0_11:
+	v_add_f32_e32 v1, v1, v2
+	s_branch .LBB0_10
+.LBB0_13:
+	s_endpgm
+"""
+
+
+def test_an_outer_loop_holds_the_inner_loop_it_branches_back_from():
+    amdgcn = compile_matrix.ISAS["amdgcn"]
+    assert compile_matrix.listing_loops(*amdgcn.parse(AMDGCN_NESTED)) == [(2, 9), (6, 9)]
+    # 2 instructions once, 4 three times, 4 fifteen times, s_endpgm once.
+    assert compile_matrix.instructions_per_element(AMDGCN_NESTED, amdgcn, [Loop(3, 0), Loop(5, 1)], 15) == 5.0
+
+# A persistent kernel's TTIR (Triton 3.6's form): a while loop over tiles holding a for loop of 4 trips, which is
+# inlined from another function (its location a call site).
+TTIR_LOOPS = """#loc = loc("/src/solution.py":1:0)
+module {
+  tt.func public @k(%arg0: i32 loc("/src/solution.py":1:0)) attributes {noinline = false} {
+    %c0_i32 = arith.constant 0 : i32 loc(#loc1)
+    %c1_i32 = arith.constant 1 : i32 loc(#loc1)
+    %c4_i32 = arith.constant 4 : i32 loc(#loc1)
+    %t = scf.while (%t_1 = %c0_i32) : (i32) -> i32 {
+      %0 = arith.cmpi slt, %t_1, %arg0 : i32 loc(#loc2)
+      scf.condition(%0) %t_1 : i32 loc(#loc2)
+    } do {
+    ^bb0(%t_1: i32 loc("t"(#loc2))):
+      scf.for %c = %c0_i32 to %c4_i32 step %c1_i32  : i32 {
+        %1 = arith.addi %c, %c1_i32 : i32 loc(#loc3)
+      } loc(#loc5)
+      %2 = arith.addi %t_1, %c1_i32 : i32 loc(#loc2)
+      scf.yield %2 : i32 loc(#loc2)
+    } loc(#loc6)
+    tt.return loc(#loc1)
+  } loc(#loc)
+} loc(#loc)
+#loc1 = loc(unknown)
+#loc2 = loc("/src/solution.py":12:8)
+#loc3 = loc("/src/solution.py":20:19)
+#loc4 = loc("/src/solution.py":15:16)
+#loc5 = loc(callsite(#loc3 at #loc4))
+#loc6 = loc("t"(#loc2))
+"""
+
+
+def test_the_ttirs_loops_with_trip_counts_depths_and_source_lines():
+    assert compile_matrix.ttir_loops(TTIR_LOOPS) == [Loop(None, 0, ("solution.py", 12)),
+                                                     Loop(4, 1, ("solution.py", 20))]
+
+
+def test_the_fused_and_two_pass_kernels_loops_come_from_their_constexprs():
+    fused = {"GROUP": 128, "CHUNK": 32, "Y_CHUNK": 64, "PERSISTENT": False}
+    assert compile_matrix.kernel_loops("_silu_mul_quant_kernel", fused, 256) == ([Loop(4, 0), Loop(2, 0)], 64.0)
+    persistent = {**fused, "Y_CHUNK": 128, "PERSISTENT": True}  # y in one row: no loop; per tile
+    assert compile_matrix.kernel_loops("_silu_mul_quant_kernel", persistent, 512) == ([Loop(1, 0), Loop(4, 1)], 32.0)
+    grad = {"GROUP": 128, "ROWS": 16, "GROUPS": 2}
+    assert compile_matrix.kernel_loops("_grad_rows_kernel", grad, 128) == ([Loop(1, 0), Loop(2, 1)], 32.0)
+    assert compile_matrix.kernel_loops("_probe_kernel", {}, 256) is None
+    # The TTIR's loops must be these: the persistent kernel's are, the non-persistent one's are not.
+    listing = sass(".L_x_0:", ".L_x_1:", "FADD R2, R2, 1", "@P1 BRA `(.L_x_1)", "@P0 BRA `(.L_x_0)", "EXIT")
+    assert compile_matrix.per_element(listing, "sass", "_silu_mul_quant_kernel", persistent, 512,
+                                      TTIR_LOOPS) == round((4 + 4 + 1 + 1) / 32, 1)
+    assert compile_matrix.per_element(listing, "sass", "_silu_mul_quant_kernel", fused, 256, TTIR_LOOPS) is None
+    assert compile_matrix.per_element(None, "sass", "_silu_mul_quant_kernel", fused, 256) is None
+    assert compile_matrix.per_element_text({"per_element": 71.0}) == "71.0"
+    assert compile_matrix.per_element_text(None) == compile_matrix.per_element_text({"per_element": None}) == "-"

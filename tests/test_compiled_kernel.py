@@ -58,6 +58,9 @@ def test_the_ablation_compiles_every_composition_of_the_rung():
     for line, composition in zip(lines[1:], compositions[1:]):
         assert line.startswith(f"native_per_element IEEE {', '.join(composition)}: regs=")
         assert re.search(r"regs=\d+ stack=\d+ static SASS=\d+ \([+-]\d+\)", line)
+    # Each with the instructions a thread executes per element, its loops weighed by their trips (as the compile
+    # matrix's rows give them).
+    assert all(re.search(r"executed per element \d+\.\d ", line) for line in lines), lines
 
 
 def test_bad_arguments_are_one_line_each():

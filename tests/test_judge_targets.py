@@ -577,6 +577,34 @@ def test_compiled_rows_apply_the_rules_give_a100_occupancy_and_drop_the_ttir(mon
     assert not source[0]["ok"] and source[0]["compile"].startswith("FAIL: source rule (...): _k, line 3: dot; ok: ")
 
 
+def test_a_compiled_row_carries_its_instructions_per_element_into_the_table(monkeypatch):
+    import json
+    import subprocess
+    rows = judge_targets.judge_rows()
+    results = {"cuda:90": {"sites": 1, "stores": 1, "asm": "ptx", "binary": True, "no_binary": None, "gathers": 0,
+                           "inline_asm": 0, "ttir": "", "threads": 256, "shared": 32768, "ptxas": None,
+                           "per_element": 71.0},
+               "npu:Ascend910B3": {"sites": 1, "stores": 1, "asm": "hivm", "binary": False, "no_binary": "stand-in",
+                                   "gathers": 0, "inline_asm": 0, "ttir": "", "threads": 256, "shared": None,
+                                   "ptxas": None, "per_element": None}}
+    monkeypatch.setattr(compile_matrix, "run_script", lambda args, *rest, **kwargs: subprocess.CompletedProcess(
+        [], 0, "RESULT " + json.dumps(results[json.loads(args[1])["target"]]), ""))
+
+    def job(chip, key):
+        index = row_index_of(chip)
+        backend, arch, _ = compile_matrix.parse_target(rows[index].target)
+        return {"row": index, "chip": chip, "key": key, "target": rows[index].target, "backend": backend, "arch": arch,
+                "route": "nvidia", "exact": True, "triton": "triton 3.6.0", "kernel": "_silu_mul_quant_kernel",
+                "settings": "num_warps=8", "shapes": 20, "launches_checked": 20, "limit_problems": []}
+    compiled = judge_targets._compile_rows([("python", job("nvidia", "a")), ("python", job("ascend", "b"))],
+                                           "solution.py", 1, 10, log=lambda *a, **k: None)
+    assert [row["result"]["per_element"] for row in compiled] == [71.0, None]
+    head, _, nvidia, ascend = judge_targets.format_table(compiled, 20).splitlines()[:4]
+    column = head.index("instr/elem")
+    assert nvidia[column:].startswith("71.0 ") and ascend[column:].startswith("-  ")
+    assert compile_matrix.PER_ELEMENT_LEGEND in judge_targets.format_table(compiled, 20)
+
+
 def test_the_table_notes_the_a100_rows():
     index = next(i for i, row in enumerate(judge_targets.judge_rows()) if row.target == "cuda:80"
                  and row.backend == "nvidia")

@@ -7,14 +7,14 @@ probe found them wrong. --ablation: for each route (default: the native and IEEE
 fused kernel's), every composition it can take
 (solution.route_compositions) against the all-native one: registers, stack, static SASS and the opcodes that
 change most, in all and in the kernel's body alone ("body": no subroutines, such as div_rn's slow path, though
-the calls' argument moves stay). Static counts are not time: a loop body counts once.
+the calls' argument moves stay). Static counts are not time: a loop body counts once; "executed per element" weighs
+each instruction by its loops' trips (compile_matrix.per_element, as the compile matrix's rows give it).
 Costs no device time: Triton compiles for a named target, its bundled nvdisasm disassembles.
 """
 import argparse
 import collections
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,27 +28,31 @@ import solution  # noqa: E402
 
 
 def compile_kernel(settings=None, route="nvidia", arch=90, M=8192, H=4096, ieee=()):
-    """The route's main kernel as solution.launch_plan describes it (ieee: its features in the IEEE form),
-    compiled for cuda `arch` with every pointer 16-byte aligned and every specialized integer divisible by 16
-    (contiguous inputs)."""
+    """(the compiled kernel, its launch): the route's main kernel as solution.launch_plan describes it (ieee: its
+    features in the IEEE form), compiled for cuda `arch` with every pointer 16-byte aligned and every specialized
+    integer divisible by 16 (contiguous inputs)."""
     launch = solution.launch_plan("nvidia", M, H, route=route, arch=arch, sm_count=132, settings=settings,
                                   ieee=ieee)["main"]
     target = GPUTarget("cuda", arch, 32)
-    return triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options)
+    return triton.compile(compile_matrix.ast_source(launch, target), target=target, options=launch.options), launch
 
 
 def resources(kernel, options=None):
     """(registers, stack bytes, shared bytes, SASS text) of a compiled kernel: registers and stack from the
     compile matrix's `ptxas -v` (compile_matrix.ptxas_usage, the one home of that reading), the SASS from
-    the bundled nvdisasm."""
-    nvdisasm = Path(triton.__file__).parent / "backends/nvidia/bin/nvdisasm"
+    the bundled nvdisasm (compile_matrix.disassemble)."""
     with tempfile.TemporaryDirectory() as workdir:
-        cubin = Path(workdir) / "kernel.cubin"
-        cubin.write_bytes(kernel.asm["cubin"])
-        sass = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True).stdout
         usage = compile_matrix.ptxas_usage(kernel.asm["ptx"], kernel.metadata.target.arch,
                                            options or {"enable_fp_fusion": False}, workdir)
-    return usage["registers"], usage["stack"], kernel.metadata.shared, sass
+    return usage["registers"], usage["stack"], kernel.metadata.shared, compile_matrix.disassemble(kernel.asm["cubin"])
+
+
+def per_element(kernel, launch, sass):
+    """The instructions a thread executes per element, as the compile matrix's rows give it
+    (compile_matrix.per_element), as text."""
+    figure = compile_matrix.per_element(sass, "sass", launch.kernel.__name__, launch.constexprs,
+                                        launch.options["num_warps"] * 32, kernel.asm.get("ttir"))
+    return compile_matrix.per_element_text({"per_element": figure})
 
 
 def opcodes(sass, subroutines=True):
@@ -71,7 +75,8 @@ def ablation(routes):
     for route in routes:
         base = base_body = None
         for composition in solution.route_compositions(route):
-            regs, stack, _, sass = resources(compile_kernel(route=route, ieee=composition))
+            kernel, launch = compile_kernel(route=route, ieee=composition)
+            regs, stack, _, sass = resources(kernel)
             ops = opcodes(sass)
             base = base or ops
             changed = sorted(((op, ops[op] - base[op]) for op in set(ops) | set(base) if ops[op] != base[op]),
@@ -80,7 +85,7 @@ def ablation(routes):
             base_body = base_body if base_body is not None else body
             print(f"{route} IEEE {_ieee_label(route, composition)}: regs={regs} stack={stack} "
                   f"static SASS={sum(ops.values())} ({sum(ops.values()) - sum(base.values()):+d}), "
-                  f"body {body} ({body - base_body:+d}) "
+                  f"body {body} ({body - base_body:+d}), executed per element {per_element(kernel, launch, sass)} "
                   + " ".join(f"{op} {n:+d}" for op, n in changed), flush=True)
 
 
@@ -121,7 +126,7 @@ def main():
         settings = solution.LaunchSettings(**json.loads(a.settings)) if a.settings else None
     except (ValueError, TypeError) as exc:
         p.error(f"--settings {a.settings!r}: {exc}; expected a JSON object of {list(solution.LaunchSettings._fields)}")
-    k = compile_kernel(settings, route=route, ieee=a.ieee)
+    k, launch = compile_kernel(settings, route=route, ieee=a.ieee)
     settings = settings or solution.launch_settings("nvidia", 8192, 4096, 132, route)
     regs, stack, shared, sass = resources(k)
     if a.dump:
@@ -130,7 +135,8 @@ def main():
     total = sum(ops.values())
     print(f"{route} IEEE {_ieee_label(route, a.ieee)} {json.dumps(settings._asdict())}: regs={regs} "
           f"stack={stack} shared={shared} static SASS={total} (loop bodies counted once), body "
-          f"{sum(opcodes(sass, subroutines=False).values())} (no subroutines)")
+          f"{sum(opcodes(sass, subroutines=False).values())} (no subroutines), executed per element "
+          f"{per_element(k, launch, sass)} (loops weighted by their trips)")
     for op, n in ops.most_common(40):
         print(f"  {op:10s} {n:6d}")
 
