@@ -109,7 +109,8 @@ JUDGE_CHIPS = {
 
 class JudgeRow(NamedTuple):
     """One chip compiled one way: `target` with the Triton of the backend's base version, or `triton` where
-    given (`why` says why). launch_plan is told `plan_arch` and `sm_count`: the real device's, where known."""
+    given (`why` says why). launch_plan is told `plan_arch` (the real device's, where known) and `sm_count`: the
+    target's, a stand-in's too, so that every launch a device picks by its SM count and the shape is compiled."""
     backend: str
     label: str
     target: str
@@ -134,7 +135,7 @@ def judge_rows():
             own_target = chip.stands_in_for is None or target != chip.target
             stands_in_for = None if own_target else chip.stands_in_for
             plan_arch = arch if own_target else chip.plan_arch
-            sm_count = compile_matrix.multiprocessors(target_backend, arch) if own_target else None
+            sm_count = compile_matrix.multiprocessors(target_backend, arch)
             for triton, why in chip.tritons or ((None, ""),):
                 rows.append(JudgeRow(name, chip.label, target, stands_in_for, triton, plan_arch, sm_count, why))
     return tuple(rows)

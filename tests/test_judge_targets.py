@@ -10,6 +10,7 @@ import pytest
 import compile_matrix
 import harness
 import judge_targets
+import solution
 from fixtures.broken_solutions import JUDGE
 from test_check import make_broken
 from test_compile_matrix import run_targets
@@ -58,15 +59,21 @@ def test_every_row_but_nvidia_and_ascend_compiles_for_a_stand_in():
     assert stand_ins == set(judge_targets.JUDGE_CHIPS) - {"nvidia", "ascend"}
 
 
-def test_a_row_on_its_chips_own_target_plans_with_that_targets_arch_and_multiprocessors():
+def test_a_row_plans_with_its_chips_arch_where_known_and_its_targets_multiprocessors():
     rows = {}
     for row in judge_targets.judge_rows():
         rows.setdefault(row.backend, row)  # each chip's first row: its target
     assert (rows["nvidia"].plan_arch, rows["nvidia"].sm_count) == (90, compile_matrix.MULTIPROCESSORS[("cuda", 90)])
     assert (rows["ascend"].plan_arch, rows["ascend"].sm_count) == (
         "Ascend910B3", compile_matrix.MULTIPROCESSORS[("npu", "Ascend910B3")])
-    assert (rows["hygon"].plan_arch, rows["hygon"].sm_count) == ("gfx936", None)  # a stand-in: only its arch
-    assert (rows["metax"].plan_arch, rows["metax"].sm_count) == (None, None)
+    # A stand-in: its chip's arch where known, and the stand-in's own count (each launch that a count picks by shape
+    # is then compiled: native_per_element's programs of many tiles among them).
+    gfx90a = compile_matrix.MULTIPROCESSORS[("hip", "gfx90a")]
+    assert (rows["hygon"].plan_arch, rows["hygon"].sm_count) == ("gfx936", gfx90a)
+    assert (rows["metax"].plan_arch, rows["metax"].sm_count) == (None, gfx90a)
+    for M, H, warps in ((1024, 2560, 8), (8192, 4096, 4)):  # 160 and 2048 tiles on the stand-in's 110: both planned
+        assert solution.launch_settings("metax", M, H, rows["metax"].sm_count, route="native_per_element",
+                                        warp_size=64).num_warps == warps
 
 
 def test_a_launch_over_the_backends_thread_limit_fails_it():
