@@ -134,15 +134,14 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 
 @triton.jit
 def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid,
-    subnormal results kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is
-    inf or huge). Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division
-    may flush: the IEEE form never lets a division make a subnormal (reciprocal_keeping_subnormals), the
-    nvidia route divides with PTX div.rn.f32, and the native form with the backend's div_rn, which the
-    probe proves on every bf16 gate before a native route runs (reciprocal_native). This IEEE form fills
-    the table and runs in the two-pass kernels and as the probe's IEEE side; where the probe finds the
-    native division wrong, the fused kernel runs sigmoid_lookup's IEEE form instead (IEEE_FEATURES), which
-    reads this form's three subnormal values from the table."""
+    """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid, subnormal results
+    kept (gates -87.5, -88 and -88.5; a flushed one changes the outputs where grad_y is inf or huge). Triton 3.0-3.5
+    compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may flush: the IEEE form never lets a
+    division make a subnormal (reciprocal_keeping_subnormals), the nvidia route divides with PTX div.rn.f32, and the
+    native form with the backend's div_rn, which the probe proves on every bf16 gate before a native route runs
+    (reciprocal_native). This IEEE form fills the table and runs in the two-pass kernels and as the probe's IEEE side;
+    where the probe finds the native division wrong, the fused kernel runs sigmoid_lookup's IEEE form instead
+    (IEEE_FEATURES), which reads this form's three subnormal values from the table."""
     d = 1.0 + _exp(-gate, NO_LIBDEVICE)
     if IEEE_SIGMOID:
         return reciprocal_keeping_subnormals(d)
@@ -164,17 +163,16 @@ _TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, les
 
 @triton.jit
 def reciprocal_keeping_subnormals(d):
-    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division
-    of normal numbers with a normal quotient (so a flushing division gives the same bits).
+    """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division of normal
+    numbers with a normal quotient (so a flushing division gives the same bits).
 
-    For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent),
-    1/d = N * 2**-149 with N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to
-    the nearest even integer. The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one
-    or two fractional bits), and t + 2**23 rounds t to an integer. That second rounding is wrong only
-    where t lies exactly half-way between two integers (N itself never does): there the sign of
-    2**(300 - E) - 2t * m says which way N lies, an integer product whose difference from a multiple of
-    2**32 is below 2**23, so exact in wrapping int32 arithmetic. No fma, so it is the IEEE form.
-    Proven for every such d, the division exact or flushing, by tools/ftz_safe_sigmoid.py."""
+    For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N *
+    2**-149 with N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to the nearest even
+    integer. The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one or two fractional bits), and
+    t + 2**23 rounds t to an integer. That second rounding is wrong only where t lies exactly half-way between two
+    integers (N itself never does): there the sign of 2**(300 - E) - 2t * m says which way N lies, an integer product
+    whose difference from a multiple of 2**32 is below 2**23, so exact in wrapping int32 arithmetic. No fma, so it is
+    the IEEE form. Proven for every such d, the division exact or flushing, by tools/ftz_safe_sigmoid.py."""
     huge = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
     scaled = tl.where(huge, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
     quotient = tl.math.div_rn(1.0, scaled)
@@ -189,11 +187,11 @@ def reciprocal_keeping_subnormals(d):
 
 @triton.jit
 def reciprocal_native(d):
-    """1/d by the backend's own IEEE division, for the native sigmoid: 2**24/d (d * 2**-24 is exact for d >= 1),
-    never a subnormal quotient, so a division that flushes those (Triton 3.0-3.5 on NVIDIA) flushes nothing, scaled
-    back by a multiply. That second rounding is wrong for some d >= 2**126 (1/d subnormal), right for the three that
-    bf16 gates make (-87.5 to -88.5) on the H200 and a CPU; where a backend's is not, or its multiply flushes, the
-    probe finds the gate and the IEEE form runs, which reads those three from the table (PERF_NOTES.md, 22nd round)."""
+    """1/d by the backend's own IEEE division, for the native sigmoid: 2**24/d (d * 2**-24 is exact for d >= 1), never a
+    subnormal quotient, so a division that flushes those (Triton 3.0-3.5 on NVIDIA) flushes nothing, scaled back by a
+    multiply. That second rounding is wrong for some d >= 2**126 (1/d subnormal), right for the three that bf16 gates
+    make (-87.5 to -88.5) on the H200 and a CPU; where a backend's is not, or its multiply flushes, the probe finds
+    the gate and the IEEE form runs, which reads those three from the table (PERF_NOTES.md, 22nd round)."""
     return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24
 
 
@@ -223,13 +221,13 @@ def sigmoid_lookup(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N
                    CUDA_ARCH: tl.constexpr):
     """sigmoid(gate) for bf16-valued fp32 gates.
 
-    SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton
-    3.4+). The magnitude's bits are clamped to the table's range with integer min/max, so +-inf read
-    the ends (sigmoid 1 and 0, as torch gives) and NaN reads some entry (the gate itself then makes
-    every output NaN). Otherwise each element's sigmoid is computed: the same function that filled
-    the table, so the same value; in the IEEE form (IEEE_SIGMOID) its division by div_rn, whose quotient
-    is normal for every bf16 gate but three, and those three read from the table (_SUBNORMAL_SIGMOID_GATES).
-    """
+    SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather, Triton 3.4+). The
+    magnitude's bits are clamped to the table's range with integer min/max, so +-inf read the ends (sigmoid 1 and 0,
+    as torch gives) and NaN reads some entry (the gate itself then makes every output NaN). Otherwise each element's
+    sigmoid is computed: the same function that filled the table, so the same value; in the IEEE form (IEEE_SIGMOID)
+    its division by div_rn, whose quotient is normal for every bf16 gate but three, and those three read from the
+    table (_SUBNORMAL_SIGMOID_GATES).
+"""
     if SIGMOID_TABLE:
         bits = gate.to(tl.uint32, bitcast=True)
         magnitude = tl.minimum(tl.maximum((bits & 0x7FFFFFFF) >> 16, LUT_LO), LUT_LO + LUT_N - 1)
@@ -259,12 +257,11 @@ def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE_BF16: tl.constexpr):
 
 @triton.jit
 def grad_groups(d, IEEE_BF16: tl.constexpr):
-    """(d rounded to bf16, as fp32; the absmax of each group along the last axis of the rounded values, NaN
-    where a group holds NaN, as group_absmax). The IEEE form finds the NaN once a group instead of once an
-    element: rounding to nearest is monotone in the magnitude, so the max of the rounded magnitudes is the
-    rounded max of the raw ones, and the raw bits' integer max keeps NaN above inf. A NaN element's own
-    rounding may then come out as anything, but its group's scale is NaN and quantize makes every int8 of
-    that group 0 whatever the value."""
+    """(d rounded to bf16, as fp32; the absmax of each group along the last axis of the rounded values, NaN where a group
+    holds NaN, as group_absmax). The IEEE form finds the NaN once a group instead of once an
+    element: rounding to nearest is monotone in the magnitude, so the max of the rounded magnitudes is the rounded max
+    of the raw ones, and the raw bits' integer max keeps NaN above inf. A NaN element's own rounding may then come out
+    as anything, but its group's scale is NaN and quantize makes every int8 of that group 0 whatever the value."""
     if IEEE_BF16:
         return _round_bits_to_bf16(d), _round_to_bf16(group_absmax(d, 1), True)
     else:
@@ -274,12 +271,11 @@ def grad_groups(d, IEEE_BF16: tl.constexpr):
 
 @triton.jit
 def group_absmax(v, axis: tl.constexpr):
-    """max |v| along axis (the tile's last), NaN if any element is NaN, as torch.amax (tl.max drops NaN on
-    the GPU). With the sign cleared, fp32 bit patterns order as int32, and NaN's lie above inf's: an
-    integer max, exact on every backend, with no float max that a compiler must keep NaN through (LLVM's
-    AMDGPU backend cannot select a NaN-propagating one before gfx950) and no custom-combine reduction
-    (Iluvatar's toolchain has miscompiled those). Measured as fast as tl.reduce with a NaN-keeping max on
-    the H100 (PERF_NOTES.md, fifth round)."""
+    """max |v| along axis (the tile's last), NaN if any element is NaN, as torch.amax (tl.max drops NaN on the GPU). With
+    the sign cleared, fp32 bit patterns order as int32, and NaN's lie above inf's: an integer max, exact on every
+    backend, with no float max that a compiler must keep NaN through (LLVM's AMDGPU backend cannot select a
+    NaN-propagating one before gfx950) and no custom-combine reduction (Iluvatar's toolchain has miscompiled those).
+    Measured as fast as tl.reduce with a NaN-keeping max on the H100 (PERF_NOTES.md, fifth round)."""
     magnitude = v.to(tl.int32, bitcast=True) & 0x7FFFFFFF
     return tl.max(magnitude, axis=axis).to(tl.float32, bitcast=True)
 
@@ -295,13 +291,12 @@ def group_scale(absmax):
 def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division.
 
-    No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127].
-    The division: IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which
-    needs each tl.fma to round once. The int8 conversion: IEEE_INT8, through int32, 0 where the scale is
-    NaN or inf (_int8_of_quotient); native, the backend's cast (or PTX). A NaN or inf scale makes every
-    quotient NaN or 0, and a NaN quotient converts to 0. tools/exhaustive_exactness.py shows all of this for every bf16
-    (v, absmax) pair, in every form.
-    """
+    No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127]. The division:
+    IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which needs each tl.fma to round
+    once. The int8 conversion: IEEE_INT8, through int32, 0 where the scale is NaN or inf (_int8_of_quotient); native,
+    the backend's cast (or PTX). A NaN or inf scale makes every quotient NaN or 0, and a NaN quotient converts to 0.
+    tools/exhaustive_exactness.py shows all of this for every bf16 (v, absmax) pair, in every form.
+"""
     if IEEE_DIVISION:
         q = tl.math.div_rn(v, scale)
     else:
@@ -316,10 +311,10 @@ def quantize(v, scale, inv_scale, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.con
 
 @triton.jit
 def _int8_of_quotient(q, scale):
-    """int8(trunc(q)) for q a quotient of its group's values by the group's scale: |q| < 128 where the
-    scale is finite, and there a float -> int32 conversion truncates on every backend. Where the scale is
-    NaN or inf every quotient is NaN or 0 (v / inf), and PyTorch's cast makes a NaN 0: so 0, decided once
-    a group from the scale's bits rather than an element at a time."""
+    """int8(trunc(q)) for q a quotient of its group's values by the group's scale: |q| < 128 where the scale is finite,
+    and there a float -> int32 conversion truncates on every backend. Where the scale is NaN or inf every quotient is
+    NaN or 0 (v / inf), and PyTorch's cast makes a NaN 0: so 0, decided once a group from the scale's bits rather than
+    an element at a time."""
     return tl.where(_finite(scale), q, 0.0).to(tl.int32).to(tl.int8)
 
 
@@ -357,13 +352,12 @@ def _reciprocal_ptx(d):
 
 @triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
-    """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that
-    share a reduced value all store it (same address, same value). tl.store would first move the
-    values to one owner each through shared memory, at the cost of two or three barriers."""
+    """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that share a reduced value
+    all store it (same address, same value). tl.store would first move the values to one owner each through shared
+    memory, at the cost of two or three barriers."""
     if CUDA_ARCH > 0:
         tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
-                                  [ptrs, scales.to(tl.uint32, bitcast=True)],
-                                  dtype=tl.int32, is_pure=False, pack=1)
+                                  [ptrs, scales.to(tl.uint32, bitcast=True)], dtype=tl.int32, is_pure=False, pack=1)
     else:
         tl.store(ptrs, scales)
 
@@ -383,10 +377,10 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 @triton.jit
 def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
                           NPU_DIVISION: tl.constexpr):
-    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the
-    IEEE form on every route (one fill a device: its cost does not matter; the probe proves it where a route
-    reads it), with the backend's own division where that is the IEEE one (NPU_DIVISION: Ascend's). Every route
-    fills it: the witness's expectations read it (the section "the witness")."""
+    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the IEEE form on
+    every route (one fill a device: its cost does not matter; the probe proves it where a route reads it), with the
+    backend's own division where that is the IEEE one (NPU_DIVISION: Ascend's). Every route fills it: the witness's
+    expectations read it (the section "the witness")."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
     gate = bits.to(tl.float32, bitcast=True)
@@ -399,9 +393,9 @@ def _sigmoid_table_kernel(table_ptr, LUT_LO: tl.constexpr, BLOCK: tl.constexpr, 
 
 @triton.jit
 def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted, dtype: tl.constexpr):
-    """rows x cols of gate, up and grad_y (read once, so first out of L2), each converted to dtype as it
-    is loaded: fp32 for use, bf16 to be held (a prefetch). wanted: None, or a scalar that is False for a
-    prefetch past the tile's last slice (nothing is read then)."""
+    """rows x cols of gate, up and grad_y (read once, so first out of L2), each converted to dtype as it is loaded: fp32
+    for use, bf16 to be held (a prefetch). wanted: None, or a scalar that is False for a prefetch past the tile's last
+    slice (nothing is read then)."""
     x_offs = rows[:, None] * stride_x + cols[None, :]
     gate = tl.load(x_ptr + x_offs, mask=wanted, eviction_policy="evict_first").to(dtype)
     up = tl.load(x_ptr + x_offs + H, mask=wanted, eviction_policy="evict_first").to(dtype)
@@ -415,9 +409,9 @@ def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols
                      GROUP: tl.constexpr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, N_ELEM: tl.constexpr,
                      SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
                      IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
-    """From rows x cols of gate, up and grad_y (_load_rows), writes their grad_input groups and
-    scales, returns y (bf16). IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the features in their IEEE
-    form (all on an IEEE route; on a native one, those its probe found wrong)."""
+    """From rows x cols of gate, up and grad_y (_load_rows), writes their grad_input groups and scales, returns y (bf16).
+    IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8: the features in their IEEE form (all on an IEEE route; on a
+    native one, those its probe found wrong)."""
     gate = gate.to(tl.float32)
     up = up.to(tl.float32)
     gy = gy.to(tl.float32)
@@ -464,23 +458,22 @@ def _silu_mul_quant_kernel(
     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
     PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every
-    input byte is read once and every output byte written once.
+    """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every input byte is read
+    once and every output byte written once.
 
-    It walks the tile in CHUNK-token slices; each slice closes its grad_input row groups at once and
-    parks its y (bf16, transposed: slot[channel][token]) in the program's own scratch slot, which
-    stays in L2 (holding y there instead of in registers is what lets three programs share an SM).
-    Then it reads y back in Y_CHUNK-channel rows of y_q_t, already in store order, takes each token
-    group's absmax, quantizes and stores, and drops the slot from L2 so it is never written back.
-    Program ids run along H first, so the programs that run together read whole rows of x and
-    grad_y (DRAM pages) rather than one 256-byte piece of many rows.
+    It walks the tile in CHUNK-token slices; each slice closes its grad_input row groups at once and parks its y
+    (bf16, transposed: slot[channel][token]) in the program's own scratch slot, which stays in L2 (holding y there
+    instead of in registers is what lets three programs share an SM). Then it reads y back in Y_CHUNK-channel rows of
+    y_q_t, already in store order, takes each token group's absmax, quantizes and stores, and drops the slot from L2
+    so it is never written back. Program ids run along H first, so the programs that run together read whole rows of x
+    and grad_y (DRAM pages) rather than one 256-byte piece of many rows.
 
-    PERSISTENT: one grid dimension, program p taking tiles p, p + P, p + 2P, ... (P programs, as many as
-    the device holds at once, so the programs that run together still take consecutive tiles), all in
-    one slot: the slot's dirty lines are rewritten in L2 by the next tile instead of being written back
-    to DRAM (what discard_from_l2 does on the nvidia route).
+    PERSISTENT: one grid dimension, program p taking tiles p, p + P, p + 2P, ... (P programs, as many as the device
+    holds at once, so the programs that run together still take consecutive tiles), all in one slot: the slot's dirty
+    lines are rewritten in L2 by the next tile instead of being written back to DRAM (what discard_from_l2 does on the
+    nvidia route).
     INDEX_64: offsets in 64 bits, for tensors that span more than 2**31 elements.
-    """
+"""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
         program = tl.program_id(0)
@@ -524,9 +517,9 @@ def _silu_mul_quant_tile(
     NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr,
     PREFETCH: tl.constexpr,
 ):
-    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel. PREFETCH:
-    each slice's loads are issued before the previous slice's math, so that they are in flight during it
-    (it holds a slice's inputs twice over: only where a program's threads have registers to spare)."""
+    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel. PREFETCH: each slice's
+    loads are issued before the previous slice's math, so that they are in flight during it (it holds a slice's inputs
+    twice over: only where a program's threads have registers to spare)."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
     cols = pid_h * GROUP + local
@@ -573,18 +566,18 @@ def _park_slice(slot, y, local, tokens, GROUP: tl.constexpr):
 
 @triton.jit
 def _slot_barrier():
-    """The ordering every fused rung relies on ("slot barrier", ORDERINGS): a program's stores to its slot before
-    this point are seen by all its threads' loads after it, and its loads before it are done before its stores after
-    it. Whether a backend's barrier orders global memory so is the backend's own business: proven on each device by
+    """The ordering every fused rung relies on ("slot barrier", ORDERINGS): a program's stores to its slot before this
+    point are seen by all its threads' loads after it, and its loads before it are done before its stores after it.
+    Whether a backend's barrier orders global memory so is the backend's own business: proven on each device by
     _ordering_check_kernel before a fused rung's first output."""
     tl.debug_barrier()
 
 
 @triton.jit
 def _read_parked(slot, h, local, GROUP: tl.constexpr):
-    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t, in store order. Through L1: the
-    program wrote the slot (ordered by _slot_barrier), and most of its lines are still in this SM's L1, so the
-    read-back costs little L2 traffic."""
+    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t, in store order. Through L1: the program
+    wrote the slot (ordered by _slot_barrier), and most of its lines are still in this SM's L1, so the read-back costs
+    little L2 traffic."""
     return tl.load(slot + h[:, None] * GROUP + local[None, :])
 
 
@@ -615,14 +608,14 @@ def _stamped_record(ptr, count, compared, first, stamp):
 @triton.jit(do_not_specialize=("stamp",))
 def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, GROUP: tl.constexpr,
                            CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """The ordering the fused rungs rely on, exercised at a rung's own settings (warps, register cap, slices, y
-    rows, cache hints, slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices,
-    passes _slot_barrier, reads the slot back in Y_CHUNK-channel rows (every thread reading what other warps
-    wrote), and passes the barrier again before the next round's stores, as the persistent walk does between
-    tiles; then releases the slot as a tile does after its last use (_release_slot). Each read is compared with what this round wrote: a load ordered before another thread's
-    store reads the last round's value (or another program's), a store ordered before another thread's load
-    overwrites it with the next round's. Writes (violations, elements compared, 0, the run's stamp) at record_ptr +
-    4 * program (_stamped_record)."""
+    """The ordering the fused rungs rely on, exercised at a rung's own settings (warps, register cap, slices, y rows,
+    cache hints, slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices, passes
+    _slot_barrier, reads the slot back in Y_CHUNK-channel rows (every thread reading what other warps wrote), and
+    passes the barrier again before the next round's stores, as the persistent walk does between tiles; then releases
+    the slot as a tile does after its last use (_release_slot). Each read is compared with what this round wrote: a
+    load ordered before another thread's store reads the last round's value (or another program's), a store ordered
+    before another thread's load overwrites it with the next round's. Writes (violations, elements compared, 0, the
+    run's stamp) at record_ptr + 4 * program (_stamped_record)."""
     program = tl.program_id(0)
     slot = slots_ptr + program * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
@@ -670,11 +663,10 @@ def _divide(a, b, NPU_DIVISION: tl.constexpr):
 def _two_pass_sigmoid(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr, EXACT: tl.constexpr,
                       NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                       IEEE_SIGMOID: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """Where divisions are div_rn: TABLE_FREE, the IEEE sigmoid computed whole, reading no table (plain's: the
-    last exact rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup: its IEEE
-    form reads three gates from the table, its native form is what the probe proves). Otherwise 1 / (1 +
-    exp(-gate)) as the reference writes it, with the backend's division (on Ascend torch.sigmoid is those very
-    Exp, Adds and Div)."""
+    """Where divisions are div_rn: TABLE_FREE, the IEEE sigmoid computed whole, reading no table (plain's: the last exact
+    rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup: its IEEE form reads
+    three gates from the table, its native form is what the probe proves). Otherwise 1 / (1 + exp(-gate)) as the
+    reference writes it, with the backend's division (on Ascend torch.sigmoid is those very Exp, Adds and Div)."""
     if EXACT and not NPU_DIVISION:
         if TABLE_FREE:
             return sigmoid(gate, NO_LIBDEVICE, True, 0)
@@ -688,10 +680,9 @@ def _two_pass_sigmoid(gate, table_ptr, LUT_LO: tl.constexpr, LUT_N: tl.constexpr
 @triton.jit
 def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr, IEEE_DIVISION: tl.constexpr,
                    IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as
-    quantize (with the operator / on Ascend: its IEEE division); else as the reference writes it:
-    max(max|v| / 127, 1e-10), v / s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not
-    byte-exact)."""
+    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as quantize
+    (with the operator / on Ascend: its IEEE division); else as the reference writes it: max(max|v| / 127, 1e-10), v /
+    s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
     if EXACT:
         scale = group_scale(group_absmax(v, 1))
         if NPU_DIVISION:
@@ -750,9 +741,9 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scra
                       NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                       IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
                       IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr, KEEP_Y: tl.constexpr):
-    """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of the gate half and of the up
-    half; the groups are closed one by one and their scales stored together. KEEP_Y: y (bf16) too, in the scratch
-    (M x H), for _y_kept_kernel."""
+    """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of the gate half and of the up half; the
+    groups are closed one by one and their scales stored together. KEEP_Y: y (bf16) too, in the scratch (M x H), for
+    _y_kept_kernel."""
     tiles_h = H // (GROUP * GROUPS)
     tiles = (M // ROWS) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -799,8 +790,8 @@ def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride
                       NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                       IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
                       IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, GATHER: tl.constexpr, INDEX_64: tl.constexpr):
-    """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as columns, channels x
-    tokens (strided along the last dimension), so y is already in y_q_t's order: no transpose. GATHER: see
+    """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as columns, channels x tokens
+    (strided along the last dimension), so y is already in y_q_t's order: no transpose. GATHER: see
     Route.column_gather."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
@@ -856,9 +847,8 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
                          NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                          IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
                          IEEE_INT8: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
-    """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as rows, tokens x
-    channels (contiguous along the last dimension), and y (bf16) is transposed in registers to y_q_t's
-    order."""
+    """y: a tile is CHANNELS channels x GROUPS token groups. gate and up are loaded as rows, tokens x channels
+    (contiguous along the last dimension), and y (bf16) is transposed in registers to y_q_t's order."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1041,30 +1031,27 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr,
                   LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr, IEEE_INT8: tl.constexpr):
-    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class
-    on which the two could differ, each program writing its count of differences (_record).
+    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
+    could differ, each program writing its count of differences (_record).
 
     Why these inputs cover the classes:
       * sigmoid: its input is a bf16 gate, and all 65,536 of them are run: nothing is sampled.
-      * fp32 -> bf16: the result depends on the high half (sign, exponent, 7 mantissa bits: every one is
-        run, NaN, inf, zeros and subnormals among them) and on the low half only through the rounding
-        classes below, at and above the halfway point 0x8000, with and without a carry into the high
-        half, and where the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001,
-        0xFFFF and two hashed ones.
-      * the quantizer: v is a bf16 value (all 65,536 run) and the scale is absmax * fp32(1/127) for a
-        bf16 absmax: every fp32 exponent (zero and subnormal absmax, the 1e-10 floor, inf and NaN) with
-        the mantissas 0 and 0x7F and hashed others, and only |v| <= absmax, as in a group.
-        Markstein's correction fails where an fma rounds twice or a conversion truncates otherwise;
-        int8 of a NaN quotient (a NaN or inf scale) must be 0.
+      * fp32 -> bf16: the result depends on the high half (sign, exponent, 7 mantissa bits: every one is run, NaN,
+        inf, zeros and subnormals among them) and on the low half only through the rounding classes below, at and
+        above the halfway point 0x8000, with and without a carry into the high half, and where the high half's last
+        bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
+      * the quantizer: v is a bf16 value (all 65,536 run) and the scale is absmax * fp32(1/127) for a bf16 absmax:
+        every fp32 exponent (zero and subnormal absmax, the 1e-10 floor, inf and NaN) with the mantissas 0 and 0x7F
+        and hashed others, and only |v| <= absmax, as in a group. Markstein's correction fails where an fma rounds
+        twice or a conversion truncates otherwise; int8 of a NaN quotient (a NaN or inf scale) must be 0.
       * fma: products of 13-bit significands, whose low half a split multiply-add rounds away.
-      * pipeline: the kernel's per-element formulas, rounding, group max, scale and quantizer as the
-        main kernel runs them, compiled with its options (a compiler that contracts or reorders inside a
-        bigger kernel shows here), on every bf16 gate with random up and grad_y, and on random gates;
-        both sides take the route's sigmoid, which the sigmoid check proves equal to the IEEE one.
-    The route's constexprs pick its native side: each feature native, or IEEE where an earlier probe on
-    this device found it wrong (then its check compares the IEEE form with itself, but for the sigmoid,
-    whose IEEE form in the fused kernel reads the table: its check proves that read against the computed
-    IEEE sigmoid); the IEEE side is
+      * pipeline: the kernel's per-element formulas, rounding, group max, scale and quantizer as the main kernel runs
+        them, compiled with its options (a compiler that contracts or reorders inside a bigger kernel shows here), on
+        every bf16 gate with random up and grad_y, and on random gates; both sides take the route's sigmoid, which the
+        sigmoid check proves equal to the IEEE one.
+    The route's constexprs pick its native side: each feature native, or IEEE where an earlier probe on this device
+    found it wrong (then its check compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the
+    fused kernel reads the table: its check proves that read against the computed IEEE sigmoid); the IEEE side is
     always the twin."""
     program = tl.program_id(0)
     per = ROWS * 128
@@ -1176,12 +1163,12 @@ def _witness_tags(tm, th, CHANNELS: tl.constexpr):
 @triton.jit
 def _witness_gate(t, c, CHANNELS: tl.constexpr):
     """The bf16 bits of the gate at token t, channel c of the region, as int32 in [0, 65536); _witness_gate_py is its
-    host twin. Channel c is channel k = c * step + t % step (step = 512 / CHANNELS) of the full region: its group
-    j = k // 128, place p = k % 128. Token t = 64 h + u has there the sign h ^ s(c) ^ s'(u) (s, s': bits of _mix) and
-    the exponent E_j(37 (u + p) mod n), with E_j(i) = 17 + 3 i + j and n = 64 for j < 3, and for j = 3 n = 63 and
-    E_3(i) = i below 17, i + 192 from there; but where j = 3 and u = 63 (two grad_input groups), exponent 255 and sign
-    h. The bits are (b << 7) | ((p + 91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one (h
-    and u come back from the sign and the exponent), so b and the mantissa give back (t, p): every pattern once."""
+    host twin. Channel c is channel k = c * step + t % step (step = 512 / CHANNELS) of the full region: its group j =
+    k // 128, place p = k % 128. Token t = 64 h + u has there the sign h ^ s(c) ^ s'(u) (s, s': bits of _mix) and the
+    exponent E_j(37 (u + p) mod n), with E_j(i) = 17 + 3 i + j and n = 64 for j < 3, and for j = 3 n = 63 and E_3(i) =
+    i below 17, i + 192 from there; but where j = 3 and u = 63 (two grad_input groups), exponent 255 and sign h. The
+    bits are (b << 7) | ((p + 91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one (h and u
+    come back from the sign and the exponent), so b and the mantissa give back (t, p): every pattern once."""
     k = c * (512 // CHANNELS) + t % (512 // CHANNELS)
     j = k >> 7
     p = k & 127
@@ -1294,8 +1281,8 @@ def _witness_merge(count, compared, first, differ, code):
 
 @triton.jit
 def _witness_scale_differ(got, expected, EXACT: tl.constexpr):
-    """Where a scale differs: in its bits (a NaN for any NaN) where EXACT; else, on the tolerant rungs, which compute
-    as the reference is written with the backend's exp, division and casts, by more than 2**-6 relatively where the
+    """Where a scale differs: in its bits (a NaN for any NaN) where EXACT; else, on the tolerant rungs, which compute as
+    the reference is written with the backend's exp, division and casts, by more than 2**-6 relatively where the
     expected scale is finite (two bf16 steps of the absmax: gross faults, not ulps)."""
     if EXACT:
         return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
@@ -1321,8 +1308,8 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                           INDEX_64: tl.constexpr):
     """Compares every output element with the region's expectation at its place (_witness_tags), a tile a step in
     SLICE-row slices, and writes each program's record of each output (_witness_merge, and the run's stamp:
-    _stamped_record) at record_ptr + program * 16 + output * 4. The expectations, row-major: grad_input 128 rows of
-    2 * CHANNELS int8 (the gate half's channels, then the up half's) and of 2 * CHANNELS / 128 scales; y_q_t CHANNELS
+    _stamped_record) at record_ptr + program * 16 + output * 4. The expectations, row-major: grad_input 128 rows of 2
+    * CHANNELS int8 (the gate half's channels, then the up half's) and of 2 * CHANNELS / 128 scales; y_q_t CHANNELS
     rows of 128, y_s_t CHANNELS scales. An element's code is its program's step times 32768 and its place in the tile
     (witness_findings decodes it)."""
     tiles_h = H // 128
@@ -1356,8 +1343,7 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                 got_q = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
                 expected_q = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS + c[None, :])
                 code = base + half * 16384 + part[:, None] * 128 + local[None, :]
-                gq_count, gq_compared, gq_first = _witness_merge(
-                    gq_count, gq_compared, gq_first,
+                gq_count, gq_compared, gq_first = _witness_merge(gq_count, gq_compared, gq_first,
                     _witness_int8_differ(got_q, expected_q, expected_s[:, None], EXACT), code)
             # y_t: the slice's channels, each with its group of the tile's 128 tokens.
             h = th * 128 + part
@@ -1387,36 +1373,35 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
 class Route(NamedTuple):
     """One rung of a ladder: everything a route is, read by the launcher, the probe and the tools.
 
-    native_math: the backend's own conversions, fma and division (proven on each device by the probe
-    before use, see probed), else IEEE arithmetic on integers and fp32 (the module docstring).
+    native_math: the backend's own conversions, fma and division (proven on each device by the probe before use, see
+    probed), else IEEE arithmetic on integers and fp32 (the module docstring).
     sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
     two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no program reloads what it
-    stored), else one program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y kernel
-    loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
+    stored), else one program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y
+    kernel loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
     keep_y: a two-pass route's grad kernel also stores y (bf16) in the scratch, and its y kernel quantizes it from
     there (_y_kept_kernel) instead of computing it from x again.
     ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
     libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
-    npu_division: a two-pass route divides with the operator / (on Ascend the reference's own vector
-    divide), else with tl.math.div_rn.
-    exact: the same bytes as the reference; False only for the tolerant rungs, which compute as the
-    reference is written (tl.exp, /, casts, tl.max) and are held to the judge's tolerance, not to bytes.
-    column_gather: a y kernel of column loads takes offsets that a compiler cannot see as affine (their
-    no-op max with 0), so that triton-ascend gathers each column into a compact tile: as a strided copy
-    it puts every bf16 element in a 32-byte block of the unified buffer, and the int8 cast of that
-    layout plans ~530 KB of its 192 KB, whatever the tile's width (bishengir's planning, PERF_NOTES.md).
-    persistent: as many programs as the device holds at once (the fused kernel: each taking every P-th tile
-    in one scratch slot; a two-pass route: one a core, where the driver tells the count), else one a tile.
+    npu_division: a two-pass route divides with the operator / (on Ascend the reference's own vector divide), else
+    with tl.math.div_rn.
+    exact: the same bytes as the reference; False only for the tolerant rungs, which compute as the reference is
+    written (tl.exp, /, casts, tl.max) and are held to the judge's tolerance, not to bytes.
+    column_gather: a y kernel of column loads takes offsets that a compiler cannot see as affine (their no-op max with
+    0), so that triton-ascend gathers each column into a compact tile: as a strided copy it puts every bf16 element in
+    a 32-byte block of the unified buffer, and the int8 cast of that layout plans ~530 KB of its 192 KB, whatever the
+    tile's width (bishengir's planning, PERF_NOTES.md).
+    persistent: as many programs as the device holds at once (the fused kernel: each taking every P-th tile in one
+    scratch slot; a two-pass route: one a core, where the driver tells the count), else one a tile.
     ordering: the ordering of memory operations the route's kernels rely on beyond what each thread's own program
-    order gives (a key of ORDERINGS; None: none), proven on each device before the route's first output; a
-    backend found not to give it costs every rung that relies on it at once.
-    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg.
-    Otherwise threads a program (at most the backend's) and, for the fused kernel, chunk tokens a slice
-    and y_chunk channels a row of y read back (the fastest of each rung on the H100, PERF_NOTES.md, ninth
-    round); for the two-pass kernels chunk tokens a grad_input tile, y_chunk channels a y tile, and scales
-    of up to scale_groups consecutive groups stored at once (a power of two; Ascend: a 32-byte last
-    dimension). many_tiles: (threads, chunk) in their place where the grid holds more than MANY_TILES_PER_SM tiles an SM
-    of the device (its count known)."""
+    order gives (a key of ORDERINGS; None: none), proven on each device before the route's first output; a backend
+    found not to give it costs every rung that relies on it at once.
+    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg. Otherwise
+    threads a program (at most the backend's) and, for the fused kernel, chunk tokens a slice and y_chunk channels a
+    row of y read back (the fastest of each rung on the H100, PERF_NOTES.md, ninth round); for the two-pass kernels
+    chunk tokens a grad_input tile, y_chunk channels a y tile, and scales of up to scale_groups consecutive groups
+    stored at once (a power of two; Ascend: a 32-byte last dimension). many_tiles: (threads, chunk) in their place
+    where the grid holds more than MANY_TILES_PER_SM tiles an SM of the device (its count known)."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -1439,10 +1424,10 @@ class Route(NamedTuple):
 
     @property
     def probed(self):
-        """Whether the probe proves the route's arithmetic before it runs: every native route's but the
-        nvidia ones, whose PTX conversions, fma and division are defined by the ISA and were proven
-        exhaustively on the H100 (tools/exhaustive_exactness.py), and whose first call the probe's compile
-        would take from 2.5-2.9 s to 4.3-4.7 s (H100, PERF_NOTES.md, ninth round)."""
+        """Whether the probe proves the route's arithmetic before it runs: every native route's but the nvidia ones,
+        whose PTX conversions, fma and division are defined by the ISA and were proven exhaustively on the H100
+        (tools/exhaustive_exactness.py), and whose first call the probe's compile would take from 2.5-2.9 s to 4.3-4.7
+        s (H100, PERF_NOTES.md, ninth round)."""
         return self.native_math and not self.ptx
 
 
@@ -1498,17 +1483,16 @@ def route_available(route):
 class Backend(NamedTuple):
     """What is known of one backend; PLATFORMS.md gives the source of each fact.
 
-    It is recognised by its torch device type (None: any), the Triton target its driver reports (():
-    any) and a pattern of its device name ("": any). routes is its ladder, in the order tried: a route that
-    this Triton cannot have is left out, and a route whose probe finds a difference or whose kernels do
-    not compile there is left for the next (see _Device). warp_size is used
-    where the driver reports none (Ascend reports 0). max_threads caps the threads of a program (a launch
-    aims at its route's). warps, where set, is the warps of every program whatever the warp width, and
-    max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
-    that many threads. proof_rows, where set, is the rows a step of the witness's kernels (the default's
-    temporaries outgrow Ascend's unified buffer). options are the compile options it takes beyond num_warps,
-    num_stages and enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the
-    release its Triton is built on."""
+    It is recognised by its torch device type (None: any), the Triton target its driver reports ((): any) and a
+    pattern of its device name ("": any). routes is its ladder, in the order tried: a route that this Triton cannot
+    have is left out, and a route whose probe finds a difference or whose kernels do not compile there is left for the
+    next (see _Device). warp_size is used where the driver reports none (Ascend reports 0). max_threads caps the
+    threads of a program (a launch aims at its route's). warps, where set, is the warps of every program whatever the
+    warp width, and max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
+    that many threads. proof_rows, where set, is the rows a step of the witness's kernels (the default's temporaries
+    outgrow Ascend's unified buffer). options are the compile options it takes beyond num_warps, num_stages and
+    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its Triton is
+    built on."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1575,9 +1559,9 @@ def _backend(backend):
 
 
 class LaunchSettings(NamedTuple):
-    """How the main kernel is launched: warps per program, tokens per slice, channels per y row, the
-    register cap (None: the option is not passed), on a persistent route the number of programs (None:
-    one a tile) and, for the fused kernel, whether each slice's loads are issued a slice ahead."""
+    """How the main kernel is launched: warps per program, tokens per slice, channels per y row, the register cap (None:
+    the option is not passed), on a persistent route the number of programs (None: one a tile) and, for the fused
+    kernel, whether each slice's loads are issued a slice ahead."""
     num_warps: int
     chunk: int
     y_chunk: int
@@ -1598,21 +1582,19 @@ class KernelLaunch(NamedTuple):
 
 
 def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
-    """The main kernel's settings for a backend, route (default: the backend's) and shape, with no
-    autotuning (it costs judge time). resident: how many of the route's programs an SM holds at once
-    (resident_programs), where known.
+    """The main kernel's settings for a backend, route (default: the backend's) and shape, with no autotuning (it costs
+    judge time). resident: how many of the route's programs an SM holds at once (resident_programs), where known.
 
-    nvidia: 8 warps, 32-token slices, y in 64-channel rows, at most 80 registers a thread (three programs an SM,
-    no spill); where the grid needs as many rounds of two programs an SM as of three (512 tiles on 132 SMs), 16
-    warps at 64 registers, whose rounds end sooner (PERF_NOTES.md). Every other route: its record's threads (or
-    Route.many_tiles'; fewer where the backend allows fewer, or the backend's warps), slices and y rows (capped
-    where the backend caps them), no register cap. The per-element rungs run 512 threads (at 256 the native one
-    took 160 registers in 32-token slices; the IEEE one ran 1.57x the nvidia route's time, at 512 1.42x:
-    fourteenth round). A persistent route launches sm_count * resident programs where both are known, a
-    persistent two-pass route one a core (on Ascend its vector cores), as triton-ascend's docs advise for
-    vector-only kernels. The per-element routes load a slice ahead where a program has at most 128 threads
-    (_prefetches).
-    """
+    nvidia: 8 warps, 32-token slices, y in 64-channel rows, at most 80 registers a thread (three programs an SM, no
+    spill); where the grid needs as many rounds of two programs an SM as of three (512 tiles on 132 SMs), 16 warps at
+    64 registers, whose rounds end sooner (PERF_NOTES.md). Every other route: its record's threads (or
+    Route.many_tiles'; fewer where the backend allows fewer, or the backend's warps), slices and y rows (capped where
+    the backend caps them), no register cap. The per-element rungs run 512 threads (at 256 the native one took 160
+    registers in 32-token slices; the IEEE one ran 1.57x the nvidia route's time, at 512 1.42x: fourteenth round). A
+    persistent route launches sm_count * resident programs where both are known, a persistent two-pass route one a
+    core (on Ascend its vector cores), as triton-ascend's docs advise for vector-only kernels. The per-element routes
+    load a slice ahead where a program has at most 128 threads (_prefetches).
+"""
     backend = _backend(backend)
     route = _route(route or backend.route)
     if route.register_capped and "maxnreg" in backend.options:
@@ -1642,11 +1624,11 @@ _PREFETCH_FROM = (3, 6)
 
 
 def _prefetches(route, threads):
-    """Whether the fused kernel loads each slice a slice ahead: on its per-element routes, where a program
-    has at most _PREFETCH_MAX_THREADS threads, from Triton _PREFETCH_FROM. Held across an iteration, a slice's
-    inputs take registers that only threads holding many elements each can spare, and only some Tritons
-    keep them few. On the H100 (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3-4%
-    faster with Triton 3.6, 4% slower with 3.1; at 512 threads, or on the table routes, 2-15% slower."""
+    """Whether the fused kernel loads each slice a slice ahead: on its per-element routes, where a program has at most
+    _PREFETCH_MAX_THREADS threads, from Triton _PREFETCH_FROM. Held across an iteration, a slice's inputs take
+    registers that only threads holding many elements each can spare, and only some Tritons keep them few. On the H100
+    (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3-4% faster with Triton 3.6, 4% slower with
+    3.1; at 512 threads, or on the table routes, 2-15% slower."""
     return (threads <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
             and not route.two_pass and not route.sigmoid_table)
 
@@ -1674,10 +1656,9 @@ IEEE_FEATURES = {"sigmoid": "IEEE_SIGMOID", "bf16 rounding": "IEEE_BF16", "divis
 
 
 def _route_constexprs(route, arch, ieee=()):
-    """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that
-    its probe found wrong on this device, which run in their IEEE form (a tolerant rung runs none IEEE: it
-    computes as the reference is written). Under the interpreter there is no PTX and no libdevice (tl.exp is
-    numpy's exp there)."""
+    """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that its probe
+    found wrong on this device, which run in their IEEE form (a tolerant rung runs none IEEE: it computes as the
+    reference is written). Under the interpreter there is no PTX and no libdevice (tl.exp is numpy's exp there)."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
@@ -1687,16 +1668,15 @@ def _route_constexprs(route, arch, ieee=()):
 
 
 def ieee_features_for(route, failed_checks, ieee=()):
-    """The features of a route to run IEEE after a probe whose checks failed_checks found differences, on a
-    device where the features `ieee` already run IEEE, each with the check that points at it: empty where
-    nothing failed that counts, None where no feature explains it (then the rung is left).
+    """The features of a route to run IEEE after a probe whose checks failed_checks found differences, on a device where
+    the features `ieee` already run IEEE, each with the check that points at it: empty where nothing failed that
+    counts, None where no feature explains it (then the rung is left).
 
-    Each check's failure points at a feature: sigmoid at the sigmoid (where the route can turn it,
-    _turnable), bf16 rounding at the bf16 rounding, fma at the quantizer's division (its only user), the
-    quantizer at its int8 conversion (at its division where fma failed too) and, once that is IEEE, at its
-    division. An fma check that fails with the division IEEE is explained. A pipeline check that fails is
-    explained only by a feature turned with it: the rung is probed again, and a pipeline still failing
-    then leaves it."""
+    Each check's failure points at a feature: sigmoid at the sigmoid (where the route can turn it, _turnable), bf16
+    rounding at the bf16 rounding, fma at the quantizer's division (its only user), the quantizer at its int8
+    conversion (at its division where fma failed too) and, once that is IEEE, at its division. An fma check that fails
+    with the division IEEE is explained. A pipeline check that fails is explained only by a feature turned with it:
+    the rung is probed again, and a pipeline still failing then leaves it."""
     ieee = set(ieee)
     failed = set(failed_checks) - _explained_checks(ieee)
     if not failed:
@@ -1729,10 +1709,10 @@ def _explained_checks(ieee):
 
 
 def route_compositions(route):
-    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device, compiled
-    by the compile matrix and the judge run: on a probed route none, each feature its probe can turn alone,
-    and every one of them together (these hold every helper's IEEE form beside every other's native one
-    in one kernel); elsewhere none."""
+    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device, compiled by the
+    compile matrix and the judge run: on a probed route none, each feature its probe can turn alone, and every one of
+    them together (these hold every helper's IEEE form beside every other's native one in one kernel); elsewhere none.
+    """
     if not _route(route).probed:
         return [()]
     each = _turnable(route)
@@ -1779,8 +1759,8 @@ _WITNESS_RUNS = 1 if _INTERPRET else 12
 
 def _table_launch(name, backend, route, warp_size):
     """The launch that fills the sigmoid table: "sigmoid_table" where the route's kernels read it (launch_plan), the
-    witness's "witness_table" where they do not (witness_plan: then a table that does not compile costs the
-    witness, not the rung)."""
+    witness's "witness_table" where they do not (witness_plan: then a table that does not compile costs the witness,
+    not the rung)."""
     return KernelLaunch(
         name, _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
         {"LUT_LO": _LUT_LO, "BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": _route_constexprs(route, None)["NO_LIBDEVICE"],
@@ -1795,12 +1775,12 @@ def _call_kernels(plan):
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False, resident=None, ieee=()):
-    """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table"
-    (once per device, on a table route, or where the sigmoid per element runs IEEE and reads three
-    entries), "probe" (once per device, where Route.probed), "ordering" (where Route.ordering, once per device and
-    settings: _ordering_check_kernel) and "main"; on a two-pass route "grad" and "y". ieee: the route's features that run in their IEEE form on this device
-    (IEEE_FEATURES). The launcher below launches exactly these. A ValueError if a grid exceeds the
-    backend's."""
+    """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table" (once per device,
+    on a table route, or where the sigmoid per element runs IEEE and reads three entries), "probe" (once per device,
+    where Route.probed), "ordering" (where Route.ordering, once per device and
+    settings: _ordering_check_kernel) and "main"; on a two-pass route "grad" and "y". ieee: the route's features that
+    run in their IEEE form on this device (IEEE_FEATURES). The launcher below launches exactly these. A ValueError if
+    a grid exceeds the backend's."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
@@ -1954,9 +1934,9 @@ def _witness_tags_py(tm, th, channels):
 
 
 def witness_source(output, row, col, H, channels=None):
-    """(the index of output[row, col]'s expectation in _witness_expected's list of output, the region's (token,
-    channel) of the element: of a scale, of its group's first element) for an H-wide call. The host's twin of
-    _witness_tags and of the check kernel's indexing."""
+    """(the index of output[row, col]'s expectation in _witness_expected's list of output, the region's (token, channel)
+    of the element: of a scale, of its group's first element) for an H-wide call. The host's twin of _witness_tags and
+    of the check kernel's indexing."""
     channels = channels or WITNESS_CHANNELS
     groups = channels // GROUP_SIZE
     if output.startswith("grad"):
@@ -2142,9 +2122,9 @@ def _sigmoid_of(gate_bits, table):
 
 
 def _quantized_groups(values):
-    """(the int8 of groups of GROUP_SIZE consecutive bf16 values, their scales): absmax with NaN above inf, scale
-    absmax * fp32(1/127) with the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN
-    or inf."""
+    """(the int8 of groups of GROUP_SIZE consecutive bf16 values, their scales): absmax with NaN above inf, scale absmax
+    * fp32(1/127) with the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN or inf.
+    """
     magnitudes = [b & 0x7FFFFFFF for b in _f32_bits(values)]
     tops = _bits_f32([max(magnitudes[i:i + GROUP_SIZE]) for i in range(0, len(values), GROUP_SIZE)])
     scales = [_FLOOR_F32 if s < _FLOOR_F32 else s for s in _f32([a * _INV_127_F32 for a in tops])]
@@ -2169,9 +2149,9 @@ def _witness_values(channels, finite_only):
 
 
 def _witness_expected(channels, finite_only, table):
-    """{output: its expected values over the region} for the witness's input, as the host computes them (the
-    section's comment): grad_input_q as 128 rows of 2 * channels int8, grad_input_s 128 rows of 2 * channels / 128
-    scales, y_q_t channels rows of 128, y_s_t channels scales; each a flat list, row-major."""
+    """{output: its expected values over the region} for the witness's input, as the host computes them (the section's
+    comment): grad_input_q as 128 rows of 2 * channels int8, grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t
+    channels rows of 128, y_s_t channels scales; each a flat list, row-major."""
     entries, gate, up, gy = _witness_values(channels, finite_only)
     sig = [table[i] for i in entries]
     silu = _f32([g * s for g, s in zip(gate, sig)])
@@ -2235,10 +2215,10 @@ def _arbiter_group(output, index, channels, finite_only, table):
 
 
 def _table_fault(table, loose=False):
-    """Why the table read back is not the sigmoid: an entry more than 4 fp32 ulps from Python's double-precision
-    sigmoid (loose: 2**-10 relatively, for a table filled with the backend's own exp and division, tl.exp and /),
-    where that is normal (gates above -80); None where every one is within. Checked once, as the table is read back:
-    a table rung reads the same table as the expectations, so a wrong table would pass its witness unseen."""
+    """Why the table read back is not the sigmoid: an entry more than 4 fp32 ulps from Python's double-precision sigmoid
+    (loose: 2**-10 relatively, for a table filled with the backend's own exp and division, tl.exp and /), where that
+    is normal (gates above -80); None where every one is within. Checked once, as the table is read back: a table rung
+    reads the same table as the expectations, so a wrong table would pass its witness unseen."""
     for i, got in enumerate(table):
         gate = _bits_float(((i % 2) << 31) | ((_LUT_LO + i // 2) << 16))
         if gate < -80:
@@ -2263,9 +2243,9 @@ def _expected_layout(M, H):
 
 
 def _row_stride(name, t, shape, dtype, device):
-    """(t's row stride, the elements its rows span), once t is checked as argument `name`: a ValueError
-    says what was wrong otherwise. Rows may have any stride that keeps them apart and fits int32;
-    elements within a row must be adjacent."""
+    """(t's row stride, the elements its rows span), once t is checked as argument `name`: a ValueError says what was
+    wrong otherwise. Rows may have any stride that keeps them apart and fits int32; elements within a row must be
+    adjacent."""
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.shape != shape:
@@ -2319,8 +2299,8 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
 
 
 def _check_outputs_apart(memory):
-    """A ValueError where an output's bytes meet an input's or another output's. memory: (name, first byte, end) of
-    x, grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the gaps between
+    """A ValueError where an output's bytes meet an input's or another output's. memory: (name, first byte, end) of x,
+    grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the gaps between
     strided rows included (so rows that only interleave count as shared). x and grad_y, only read, may share."""
     for i, (name, start, end) in enumerate(memory[2:], 2):
         for other, other_start, other_end in memory[:i]:
@@ -2348,9 +2328,9 @@ def _on_device(x):
 
 
 def _target(x):
-    """(backend, arch, warp size, the target itself) of x's device, as Triton's active driver reports it
-    (warp size 0 where it reports none; the target None where the driver gives none); a ValueError for CPU tensors
-    outside the interpreter."""
+    """(backend, arch, warp size, the target itself) of x's device, as Triton's active driver reports it (warp size 0
+    where it reports none; the target None where the driver gives none); a ValueError for CPU tensors outside the
+    interpreter."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
     if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
@@ -2382,10 +2362,10 @@ def _device_name(x):
 
 
 class Verdict(NamedTuple):
-    """What one proof found of the rung it ran on. leave: why the rung is left (None: it passed). mechanism: where
-    the fault is an ordering the rung relies on (Route.ordering), every rung relying on it is left with it, at once.
-    unjudged: why the proof itself cannot judge here (its own fault, found by its host twin or arbiter): warned
-    once, and no rung is left for it."""
+    """What one proof found of the rung it ran on. leave: why the rung is left (None: it passed). mechanism: where the
+    fault is an ordering the rung relies on (Route.ordering), every rung relying on it is left with it, at once.
+    unjudged: why the proof itself cannot judge here (its own fault, found by its host twin or arbiter): warned once,
+    and no rung is left for it."""
     leave: Optional[str] = None
     mechanism: Optional[str] = None
     unjudged: Optional[str] = None
@@ -2400,12 +2380,12 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 class _Device:
-    """What a call needs to know about its device, set up on its first call there: its backend and its
-    ladder of routes (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and warp
-    size, the number of SMs (None where unknown), the sigmoid table, the launches of each shape seen, and
-    whether Triton specializes pointers on their storage's size there. Before any output is written the
-    first rung is settled: the table is filled, and a native route's probe run (_settle). Then each call's
-    kernels pass the proofs (PROOFS) before they write its outputs; the ladder acts on their verdicts."""
+    """What a call needs to know about its device, set up on its first call there: its backend and its ladder of routes
+    (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and warp size, the number of SMs (None
+    where unknown), the sigmoid table, the launches of each shape seen, and whether Triton specializes pointers on
+    their storage's size there. Before any output is written the first rung is settled: the table is filled, and a
+    native route's probe run (_settle). Then each call's kernels pass the proofs (PROOFS) before they write its
+    outputs; the ladder acts on their verdicts."""
 
     def __init__(self, x, shape=None):
         forced_route = os.environ.get(ROUTE_ENV)
@@ -2477,9 +2457,9 @@ class _Device:
                       stacklevel=5)
 
     def _settle(self, shape=None):
-        """Makes the first rung one that runs here: a route whose table or probe kernel does not compile,
-        or whose probe finds a difference, is left. An error at run time is raised, not hidden. shape: the
-        (M, H, index_64, settings) of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
+        """Makes the first rung one that runs here: a route whose table or probe kernel does not compile, or whose probe
+        finds a difference, is left. An error at run time is raised, not hidden. shape: the (M, H, index_64, settings)
+        of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
         while True:
             plan = self._plan(GROUP_SIZE, GROUP_SIZE)
             per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
@@ -2528,10 +2508,10 @@ class _Device:
             return
 
     def _witness_meanwhile(self, pairs, verdict_of):
-        """The witness's host work, done while the children compile pairs: its inputs; and where the table's child
-        has compiled it (verdict_of, None where no child compiles), the table compiled here from the cache, filled,
-        read back, and the expectations computed from it. Anything that fails here is met again after the children,
-        where it says why."""
+        """The witness's host work, done while the children compile pairs: its inputs; and where the table's child has
+        compiled it (verdict_of, None where no child compiles), the table compiled here from the cache, filled, read
+        back, and the expectations computed from it. Anything that fails here is met again after the children, where
+        it says why."""
         finite_only = not ROUTE_TABLE[self.route].exact
         table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
         try:
@@ -2556,11 +2536,11 @@ class _Device:
             self._cannot_judge("witness", fault)
 
     def call_launches(self, M, H, index_64, settings, args, specialization):
-        """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the
-        specializations compiled and loaded through _compile)] of a call's kernels (settings: the route's
-        own where None), found once per shape: the first rung of the ladder whose kernels, and its proofs'
-        launches planned with them, all compile for these arguments. A persistent route's grid is then planned
-        again from the programs an SM holds of its compiled kernel (resident_programs)."""
+        """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the specializations
+        compiled and loaded through _compile)] of a call's kernels (settings: the route's own where None), found once
+        per shape: the first rung of the ladder whose kernels, and its proofs' launches planned with them, all compile
+        for these arguments. A persistent route's grid is then planned again from the programs an SM holds of its
+        compiled kernel (resident_programs)."""
         key = (M, H, index_64, settings)
         found = self.launches.get(key)
         resident = None
@@ -2634,10 +2614,10 @@ class _Device:
                 if "witness" not in self.unjudged]
 
     def _call_pairs(self, shape):
-        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64, settings), with its
-        proofs' launches, or none: compiled with the per-device kernels, in the same children, a cold start waits for
-        one set of children, not two. call_launches compiles them again for the call's own arguments, from the cache
-        where they match, and raises what planning them raises (a grid too large)."""
+        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64, settings), with its proofs'
+        launches, or none: compiled with the per-device kernels, in the same children, a cold start waits for one set
+        of children, not two. call_launches compiles them again for the call's own arguments, from the cache where
+        they match, and raises what planning them raises (a grid too large)."""
         if shape is None:
             return []
         try:
@@ -2874,9 +2854,8 @@ def _first_line(exc):
 
 
 def _probe_verdict(values, size):
-    """({check: differences}, {check: its finding, for each check that found any}) from the probe's
-    per-program records (four int32: differences, the first differing input, the native and the IEEE
-    result there), for a PROBE_SIZE."""
+    """({check: differences}, {check: its finding, for each check that found any}) from the probe's per-program records
+    (four int32: differences, the first differing input, the native and the IEEE result there), for a PROBE_SIZE."""
     counts, findings = {}, {}
     program = 0
     for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
@@ -2900,12 +2879,12 @@ def _probe_why(counts, findings, checks):
 
 
 def _compile_all(pairs, device=None, meanwhile=None):
-    """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure that
-    names the launch that cannot run here. On a device (device: its _Device) each is compiled first in a
-    child process of its own, all at once (_compile_in_children: a compiler that aborts kills a child, not
-    this process), then here by _compile, from Triton's cache where the children filled it. meanwhile: host work
-    done while the children compile (before the compiles here where there are none), called with a function that
-    waits for one job's child and gives its verdict (None where no child compiles)."""
+    """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure that names the
+    launch that cannot run here. On a device (device: its _Device) each is compiled first in a child process of its
+    own, all at once (_compile_in_children: a compiler that aborts kills a child, not this process), then here by
+    _compile, from Triton's cache where the children filled it. meanwhile: host work done while the children compile
+    (before the compiles here where there are none), called with a function that waits for one job's child and gives
+    its verdict (None where no child compiles)."""
     if device is not None and not _INTERPRET:
         _compile_in_children(pairs, device.target, device.index, device.table, meanwhile)
     elif meanwhile is not None:
@@ -2923,11 +2902,11 @@ def _compile_all(pairs, device=None, meanwhile=None):
 
 
 def _compile(launch, args):
-    """Compiles a launch for these arguments and loads its binary without running it, so that a failure
-    there is told apart from an error at run time; returns the compiled kernel (None under the
-    interpreter, which compiles nothing). The binary is loaded as its first launch would load it, with the
-    loader's checks (Triton 3.x checks shared memory there, Iluvatar's fork also the threads the loaded
-    function allows): a failure raises KernelFailure "does not load"."""
+    """Compiles a launch for these arguments and loads its binary without running it, so that a failure there is told
+    apart from an error at run time; returns the compiled kernel (None under the interpreter, which compiles nothing).
+    The binary is loaded as its first launch would load it, with the loader's checks (Triton 3.x checks shared memory
+    there, Iluvatar's fork also the threads the loaded function allows): a failure raises KernelFailure "does not
+    load"."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
@@ -2945,9 +2924,9 @@ class _DriverAsked(AttributeError):
 
 
 class _ChildDriver:
-    """Triton's active driver as a forked child sees it: the parent's target and device index and a null
-    stream, all that the JIT compile of Triton 3.0, 3.1, 3.2, 3.5, 3.6 and 3.9 and triton-ascend 3.2 asks
-    of it, and no device call (a device context does not survive a fork). Anything else raises
+    """Triton's active driver as a forked child sees it: the parent's target and device index and a null stream, all that
+    the JIT compile of Triton 3.0, 3.1, 3.2, 3.5, 3.6 and 3.9 and triton-ascend 3.2 asks of it, and no device call (a
+    device context does not survive a fork). Anything else raises
     _DriverAsked: the child then tells the parent, which compiles alone from then on, with one warning."""
 
     def __init__(self, target, index):
@@ -2977,12 +2956,12 @@ _no_children = []  # why children no longer compile in this process (empty while
 
 
 def _in_children(jobs, target, index, meanwhile=None):
-    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own,
-    all at once, each through the kernel's own JIT with _ChildDriver (then its launcher: _launcher_builder):
-    "compiled"; "raised" (a Python exception: the parent's compile meets it again); "died" (a signal, or an exit
-    before the child told its verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be
-    started, waited for or finish in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs
-    in a process group of its own, killed whole on a timeout."""
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own, all at once,
+    each through the kernel's own JIT with _ChildDriver (then its launcher: _launcher_builder): "compiled"; "raised"
+    (a Python exception: the parent's compile meets it again); "died" (a signal, or an exit before the child told its
+    verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be started, waited for or finish
+    in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs in a process group of its own,
+    killed whole on a timeout."""
     started = [_start_child(*job, target, index) for job in jobs]
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
     verdicts = {}
@@ -3049,10 +3028,10 @@ def _start_child(kernel, args, grid, kwargs, target, index):
 
 
 def _launcher_builder():
-    """The active driver's launcher class (None where it has none), called in a child after its verdict is told:
-    building a kernel's C launcher there puts it in Triton's cache, where the parent's load of that kernel finds
-    it, instead of building each kernel's launcher (a C compile, about 0.3 s) one after another itself. A failure
-    there only leaves the parent to build it."""
+    """The active driver's launcher class (None where it has none), called in a child after its verdict is told: building
+    a kernel's C launcher there puts it in Triton's cache, where the parent's load of that kernel finds it, instead of
+    building each kernel's launcher (a C compile, about 0.3 s) one after another itself. A failure there only leaves
+    the parent to build it."""
     try:
         return getattr(triton.runtime.driver.active, "launcher_cls", None)
     except Exception:
@@ -3120,11 +3099,11 @@ def _kill_child(pid):
 
 
 def _keys_before_fork(kernels):
-    """Computes here, before the children fork, the keys Triton computes once a process: its own (a hash of its
-    files, which each child would compute again) and each kernel's source key, so that a kernel's key is the same
-    in its child and here. From Triton 3.5 a kernel's key depends on which other kernels that share its helpers
-    were keyed before it in the process, and a key that differs here would miss the child's binary in the cache
-    and compile it again."""
+    """Computes here, before the children fork, the keys Triton computes once a process: its own (a hash of its files,
+    which each child would compute again) and each kernel's source key, so that a kernel's key is the same in its
+    child and here. From Triton 3.5 a kernel's key depends on which other kernels that share its helpers were keyed
+    before it in the process, and a key that differs here would miss the child's binary in the cache and compile it
+    again."""
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
         triton_key = getattr(sys.modules.get(module), "triton_key", None)
         if callable(triton_key):
@@ -3142,13 +3121,13 @@ def _keys_before_fork(kernels):
 
 
 def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
-    """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so
-    that a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the
-    rung, not the run: raises KernelFailure "kills its compiler" for the first launch whose child died,
-    unless a child dies compiling _canary_kernel too (for canary_arg, a float32 tensor): then children die
-    here whatever they compile. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT
-    that asks the driver for more, children that die), this process compiles alone from then on, with
-    one warning a process. meanwhile: host work done while they compile (here, in any case; see _compile_all)."""
+    """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so that a compiler
+    that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not the run: raises
+    KernelFailure "kills its compiler" for the first launch whose child died, unless a child dies compiling
+    _canary_kernel too (for canary_arg, a float32 tensor): then children die here whatever they compile. Where no
+    child can compile (no fork, no target, a sandbox, a timeout, a JIT that asks the driver for more, children that
+    die), this process compiles alone from then on, with one warning a process. meanwhile: host work done while they
+    compile (here, in any case; see _compile_all)."""
     if _no_children:
         if meanwhile is not None:
             meanwhile(None)
@@ -3183,11 +3162,10 @@ def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
 
 
 def resident_programs(kernel, device_index, warp_size):
-    """How many programs of a compiled (and loaded: _compile) kernel one SM holds at once, by its registers
-    and its shared memory, reckoned as Triton's fused-softmax tutorial does; None where Triton or the
-    driver does not tell (the interpreter, a fork whose driver lacks these properties). It sets only how
-    many programs a persistent route launches, never what they compute, so a failure here costs speed at
-    most."""
+    """How many programs of a compiled (and loaded: _compile) kernel one SM holds at once, by its registers and its
+    shared memory, reckoned as Triton's fused-softmax tutorial does; None where Triton or the driver does not tell
+    (the interpreter, a fork whose driver lacks these properties). It sets only how many programs a persistent route
+    launches, never what they compute, so a failure here costs speed at most."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
         threads = kernel.metadata.num_warps * warp_size
@@ -3239,9 +3217,9 @@ def ladder_for(device):
 
 
 def _specialization(tensors, strides, storage_below_2gb):
-    """What Triton specializes the main kernel on, per call: each pointer's 16-byte alignment, each
-    specialized stride's divisibility by 16 (M and H are multiples of 128) and, on AMD, whether each
-    tensor's storage is under 2 GiB (32-bit buffer offsets)."""
+    """What Triton specializes the main kernel on, per call: each pointer's 16-byte alignment, each specialized stride's
+    divisibility by 16 (M and H are multiples of 128) and, on AMD, whether each tensor's storage is under 2 GiB
+    (32-bit buffer offsets)."""
     aligned = 0
     for i, t in enumerate(tensors):
         aligned |= (t.data_ptr() % 16 == 0) << i
@@ -3259,11 +3237,11 @@ _SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name n
 
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
-    """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel
-    launched (the main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's
-    own, for design sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test
-    at a shape and specialization not yet proven (the proofs: _Device.prove), is left for the next rung of its ladder,
-    once (Backend.routes); an error at run time is raised, not hidden."""
+    """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel launched (the
+    main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's own, for design
+    sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test at a shape and
+    specialization not yet proven (the proofs: _Device.prove), is left for the next rung of its ladder, once
+    (Backend.routes); an error at run time is raised, not hidden."""
     M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
     key = (M, H, index_64, settings)
     device = _device(x, key)
@@ -3291,10 +3269,9 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
 
 
 def _launch_all(found, args, specialization):
-    """Launches a call's kernels (found: _Device.call_launches) on args, whose specialization is given; returns the
-    last one launched. A launch's compiled kernel for a specialization is launched directly after its first
-    launch, skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other
-    arguments."""
+    """Launches a call's kernels (found: _Device.call_launches) on args, whose specialization is given; returns the last
+    one launched. A launch's compiled kernel for a specialization is launched directly after its first launch,
+    skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments."""
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
