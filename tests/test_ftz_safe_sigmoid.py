@@ -49,14 +49,17 @@ def test_the_jit_helper_equals_ieee_division_under_the_interpreter(flushing):
     assert ftz.differing(ftz.jit_reciprocal(d, block=1 << 14, flushing=flushing), ftz.ieee_reciprocal(d)) == 0
 
 
-def test_the_flushing_division_stand_in_flushes_the_native_form():
-    """The control: the interpreter's division made to flush gives the native form (div_rn alone) zeros."""
+def test_a_flushing_division_flushes_nothing_of_the_native_form():
+    """The interpreter's division made to flush (the control: div_rn alone loses every subnormal quotient) leaves the
+    native form, 2**24/d scaled back, as it was: its quotient is never subnormal. Its second rounding is wrong for
+    some d whose 1/d is subnormal (the three gates that reach such a d are checked below and by the probe)."""
     d = _sample_divisors(count=1 << 10, seed=3)
     expected = ftz.ieee_reciprocal(d)
-    flushed = ftz.jit_reciprocal(d, block=1 << 10, native=True, flushing=True)
-    assert ftz.differing(flushed, np.where(expected < 2.0**-126, np.float32(0.0), expected)) == 0
-    assert np.count_nonzero(flushed == 0) == d.size - 1  # all but 1/2**126
-    assert ftz.differing(ftz.jit_reciprocal(d, block=1 << 10, native=True), expected) == 0
+    assert np.count_nonzero(ftz.jit_reciprocal(d, block=1 << 10, bare=True, flushing=True) == 0) == d.size - 1
+    native = ftz.jit_reciprocal(d, block=1 << 10, native=True)
+    assert ftz.differing(ftz.jit_reciprocal(d, block=1 << 10, native=True, flushing=True), native) == 0
+    assert np.count_nonzero(native == 0) == 0
+    assert 0 < ftz.differing(native, expected) < d.size // 2
 
 
 @pytest.mark.parametrize("flushing", [False, True])

@@ -264,7 +264,8 @@ def test_an_eighth_chip_is_one_table_entry_that_every_derived_place_picks_up(mon
     rows = judge_targets.judge_rows()
     index = len(rows) - 1
     assert rows[index] == judge_targets.JudgeRow("eighth", "Eighth Chip", "cuda:80", EIGHTH.stands_in_for, "3.4",
-                                                 "e8", None, "its vendor's Triton")
+                                                 "e8", compile_matrix.MULTIPROCESSORS[("cuda", 80)],
+                                                 "its vendor's Triton")
     assert judge_targets.parse_selection("judge:eighth") == ("eighth",)
     assert judge_targets.parse_args(["--chips", "eighth"]).chips == ["eighth"]
     assert "Eighth Chip" in judge_targets.describe_chips()

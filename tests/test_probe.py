@@ -63,6 +63,22 @@ def test_the_persistent_native_route_walks_every_tile_in_one_slot_a_program(nati
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
+def test_native_per_element_writes_the_same_bytes_at_its_launch_for_many_tiles(native_interpreter):
+    """The launch a grid of many tiles takes (Route.many_tiles: fewer threads, 16-token slices) and the rung's own."""
+    _per_element_ladder(native_interpreter)
+    crowded = solution.launch_settings("unknown", 8192, 4096, 132, route="native_per_element")
+    assert (crowded.chunk, crowded.num_warps * 32) == (16, 256)
+    x, gy = harness.make_inputs(256, 128, seed=7, family="specials")
+    outputs = []
+    for settings in (None, crowded):
+        out = harness.new_outputs(256, 128)
+        solution.launch(x, gy, *out, settings=settings)
+        outputs.append(_bytes(out))
+    assert solution.route_for("cpu") == "native_per_element"
+    assert all(torch.equal(a, b) for a, b in zip(*outputs))
+    assert harness.compare(out, harness.run_reference(x, gy))["passed"]
+
+
 def _ieee_bytes(monkeypatch, route="generic_per_element"):
     """The bytes of the IEEE rung a fallback takes (a NaN's payload may differ between rungs)."""
     monkeypatch.setattr(solution, "_devices", {})

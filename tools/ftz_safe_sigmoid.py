@@ -22,8 +22,9 @@ other d (a normal quotient, inf, NaN) goes through that same division with d its
 
 Where. solution.reciprocal_keeping_subnormals is the IEEE form of the sigmoid's reciprocal: the IEEE
 routes, the table's fill, the probe's IEEE side, and a native rung whose probe finds its division
-flushing (solution.IEEE_FEATURES: Triton 3.0-3.5 on NVIDIA, maybe vendors' toolchains). The native form,
-solution.reciprocal_native, is tl.math.div_rn alone, which the probe proves on every bf16 gate. The nvidia
+flushing (solution.IEEE_FEATURES: a vendor's toolchain, perhaps). The native form, solution.reciprocal_native,
+divides 2**24 by d and scales back, so no division of it flushes (Triton 3.0-3.5's div.rn.ftz.f32 on NVIDIA
+included); the probe proves it on every bf16 gate. The nvidia
 route divides with PTX div.rn.f32 (inline), the instruction Triton 3.6 emits for div_rn; on 3.0-3.5 it
 replaces div.rn.ftz.f32. The Ascend rungs divide with the operator /, as torch.sigmoid does there.
 
@@ -90,11 +91,13 @@ def flushing_reciprocal(d):
 
 
 @triton.jit
-def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr, NATIVE: tl.constexpr):
+def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr, NATIVE: tl.constexpr, BARE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
     d = tl.load(d_ptr + offs, mask=mask, other=1.0)
-    if NATIVE:
+    if BARE:
+        tl.store(out_ptr + offs, tl.math.div_rn(1.0, d), mask=mask)
+    elif NATIVE:
         tl.store(out_ptr + offs, solution.reciprocal_native(d), mask=mask)
     else:
         tl.store(out_ptr + offs, solution.reciprocal_keeping_subnormals(d), mask=mask)
@@ -119,14 +122,15 @@ def division(flushing):
         interpreter.InterpreterBuilder.create_precise_divf = original
 
 
-def jit_reciprocal(d, block=2**16, native=False, flushing=False):
-    """reciprocal_keeping_subnormals (native: reciprocal_native) on a float32 array, through Triton (the
-    interpreter on a CPU), its division flushing or not."""
+def jit_reciprocal(d, block=2**16, native=False, flushing=False, bare=False):
+    """reciprocal_keeping_subnormals (native: reciprocal_native; bare: div_rn(1, d) alone) on a float32 array,
+    through Triton (the interpreter on a CPU), its division flushing or not."""
     import torch
     src = torch.from_numpy(np.ascontiguousarray(d, dtype=np.float32))
     out = torch.empty_like(src)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"), division(flushing):
-        _reciprocal_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block, NATIVE=native)
+        _reciprocal_kernel[(triton.cdiv(src.numel(), block),)](src, out, src.numel(), BLOCK=block, NATIVE=native,
+                                                            BARE=bare)
     return out.numpy()
 
 
