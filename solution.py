@@ -1597,8 +1597,8 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
 """
     backend = _backend(backend)
     route = _route(route or backend.route)
+    tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
     if route.register_capped and "maxnreg" in backend.options:
-        tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
         if (sm_count and tiles > 3 * sm_count
                 and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
@@ -1607,7 +1607,7 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
     if route.persistent and sm_count and (resident or route.two_pass):
         programs = sm_count * (1 if route.two_pass else resident)
     threads, chunk = route.threads, route.chunk
-    if route.many_tiles and sm_count and (M // GROUP_SIZE) * (H // GROUP_SIZE) > MANY_TILES_PER_SM * sm_count:
+    if route.many_tiles and sm_count and tiles > MANY_TILES_PER_SM * sm_count:
         threads, chunk = route.many_tiles
     warp_size = warp_size or backend.warp_size
     num_warps = backend.warps or max(1, min(threads, backend.max_threads) // warp_size)

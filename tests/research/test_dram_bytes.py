@@ -3,6 +3,8 @@ launch order, thousands separators read, the units row skipped, and a profile th
 launched refused. The profile itself needs a GPU; its parsing is checked here on a profile's text."""
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -47,3 +49,11 @@ def test_a_profile_with_other_kernels_than_the_calls_is_refused():
     stdout = "\n".join([_manifest("8192x4096", "plain", 2), HEADER, UNITS, _row(0, "_grad_rows_kernel", "1", "1", "1")])
     with pytest.raises(ValueError, match="lists 1 kernels, the calls launched 2"):
         dram_bytes.records_from(stdout)
+
+
+@pytest.mark.parametrize("variants", ['[{"route": "nvidia", "num_warp": 4}]', '[{"num_warps": 4}]', '[{route'])
+def test_a_mistaken_variant_is_one_line_and_exit_code_2(variants):
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "research" / "dram_bytes.py"), "--variants",
+                           variants], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("dram_bytes.py: error: --variants")

@@ -33,6 +33,7 @@ def inner(variants, shapes):
     """Runs the variants' calls, each inside the NVTX range; prints one manifest line a call: the kernels it
     launched, in order (the profile lists them in the same order)."""
     import torch
+    import triton
     modules = {}
     for variant in variants:
         path = variant.get("solution", str(harness.ROOT / "solution.py"))
@@ -57,7 +58,6 @@ def inner(variants, shapes):
             plan = module.launch_plan("nvidia", M, H, route=variant["route"])
             skipped = module.PER_DEVICE_LAUNCHES + module.PROOF_LAUNCHES
             kernels = sum(1 for name in plan if name not in skipped)
-            import triton
             print("MANIFEST " + json.dumps({"shape": label, "route": variant["route"], "solution": path,
                                             "triton": triton.__version__, "elements": M * H,
                                             "label": variant.get("label", variant["route"]), "kernels": kernels}),
@@ -124,7 +124,15 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    variants = json.loads(args.variants)
+    try:
+        variants = json.loads(args.variants)
+    except ValueError as exc:
+        parser.error(f"--variants is not JSON ({exc}): expected a list of objects, e.g. '[{{\"route\": \"nvidia\"}}]'")
+    for variant in variants:
+        unknown = set(variant) - {"route", "solution", "label", *SETTINGS_FIELDS}
+        if "route" not in variant or unknown:
+            parser.error(f"--variants: each needs a route and takes only solution, label and {list(SETTINGS_FIELDS)}; "
+                         f"got {json.dumps(variant)}")
     if args.inner:
         shapes = harness.expand_shape_args(args.shapes, [])
         inner(variants, shapes)
