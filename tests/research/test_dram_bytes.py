@@ -51,7 +51,8 @@ def test_a_profile_with_other_kernels_than_the_calls_is_refused():
         dram_bytes.records_from(stdout)
 
 
-@pytest.mark.parametrize("variants", ['[{"route": "nvidia", "num_warp": 4}]', '[{"num_warps": 4}]', '[{route'])
+@pytest.mark.parametrize("variants", ['[{"route": "nvidia", "num_warp": 4}]', '[{"num_warps": 4}]', '[{route',
+                                      '[{"route": "nvidia", "num_warps": 4}]'])
 def test_a_mistaken_variant_is_one_line_and_exit_code_2(variants):
     proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "research" / "dram_bytes.py"), "--variants",
                            variants], capture_output=True, text=True, timeout=120)

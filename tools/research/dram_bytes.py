@@ -1,8 +1,8 @@
 """DRAM bytes, instructions and kernel time of one call, by Nsight Compute, for several solutions and routes in one
 profile.
 
-For each variant (a JSON object: "route", optionally "solution", "label" and LaunchSettings fields, as sweep.py takes
-them) and each shape,
+For each variant (a JSON object: "route", optionally "solution", "label" and LaunchSettings fields: num_warps, chunk
+and y_chunk together, maxnreg, programs and prefetch optional) and each shape,
 the call's kernels are launched once through the solution's `launch` (its proofs ran once before, at 128 x 128, outside
 the profiled range), inside an NVTX range that alone is profiled, caches flushed before each kernel (ncu's default).
 Output: a JSON list of {"shape", "route", "label", "solution", "triton", "read_mb", "written_mb", "kernel_us",
@@ -26,6 +26,7 @@ import harness  # noqa: E402
 NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "smsp__inst_executed.sum")
 SETTINGS_FIELDS = ("num_warps", "chunk", "y_chunk", "maxnreg", "programs", "prefetch")
+REQUIRED_SETTINGS = ("num_warps", "chunk", "y_chunk")
 RANGE = "dram_bytes_call"
 
 
@@ -45,7 +46,7 @@ def inner(variants, shapes):
                 module.silu_dot_fwd_bwd_quant_fuse(x, gy, *harness.new_outputs(128, 128, "cuda"))
         module = modules[key]
         fields = {k: v for k, v in variant.items() if k in SETTINGS_FIELDS}
-        settings = module.LaunchSettings(**fields) if fields else None
+        settings = module.LaunchSettings(**{"maxnreg": None, **fields}) if fields else None
         for label, M, H in shapes:
             x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
             outs = harness.new_outputs(M, H, "cuda")
@@ -133,6 +134,9 @@ def main():
         if "route" not in variant or unknown:
             parser.error(f"--variants: each needs a route and takes only solution, label and {list(SETTINGS_FIELDS)}; "
                          f"got {json.dumps(variant)}")
+        if set(variant) & set(SETTINGS_FIELDS) and not set(REQUIRED_SETTINGS) <= set(variant):
+            parser.error(f"--variants: settings take {list(REQUIRED_SETTINGS)} together (the rest default: no register "
+                         f"cap, one program a tile, no prefetch); got {json.dumps(variant)}")
     if args.inner:
         shapes = harness.expand_shape_args(args.shapes, [])
         inner(variants, shapes)
