@@ -876,10 +876,10 @@ PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
 # The probe's size, as constexprs: ROWS x 128 inputs a program; the quantizer's absmax values, every
 # EXPONENT_STEP-th fp32 exponent (and 255) with ABSMAX_PER_EXPONENT mantissas; rows of the pipeline
 # check. On a device 33,152 programs, within the smallest grid dimension of a backend whose ladder probes
-# (65,535). Under the interpreter (numpy, ~1000x slower) fewer and larger programs over a sparser set:
-# every bf16 gate, v and high half still, 8 absmax exponents and 128 rows.
+# (65,535). Under the interpreter (numpy, ~1000x slower; each program's cost mostly its own) fewer and larger
+# programs over a sparser set: every bf16 gate, v and high half still, 8 absmax exponents and 256 rows.
 _PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
-_PROBE_SIZE_INTERPRETED = {"ROWS": 128, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 128}
+_PROBE_SIZE_INTERPRETED = {"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256}
 PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
 _PROBE_LOW_HALVES = (0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF)  # then two hashed ones
 
