@@ -15,7 +15,7 @@ from fixtures.fake_solutions import FAKES, fake_source
 from fixtures.host_cheats import CHEATS, cheat_source
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = ["--shapes", "256x256", "--seeds", "1"]
+FAST = ["--shapes", "128x128", "--seeds", "1"]
 
 
 def run_check(solution, *args, tmp_path, fast=FAST):
