@@ -797,8 +797,8 @@ def compile_one(job, solution_path):
     threads = launch.options.get("num_warps", 4) * job["warp_size"]
     listing = (None, None)
     # Disassembling takes nvdisasm about a second a cubin: only for a kernel whose loops are known (per_element).
-    loops_known = kernel_loops(launch.kernel.__name__, launch.constexprs, threads) is not None
-    if job["backend"] == "cuda" and compiled is not None and loops_known:
+    if (job["backend"] == "cuda" and compiled is not None
+            and kernel_loops(launch.kernel.__name__, launch.constexprs, threads) is not None):
         listing = ("sass", disassemble(compiled.asm["cubin"]))
     elif "amdgcn" in stages_seen:
         listing = ("amdgcn", stages_seen["amdgcn"])
