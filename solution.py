@@ -142,13 +142,13 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, CUDA_A
     (reciprocal_native). This IEEE form fills the table and runs in the two-pass kernels and as the probe's IEEE side;
     where the probe finds the native division wrong, the fused kernel runs sigmoid_lookup's IEEE form instead
     (IEEE_FEATURES), which reads this form's three subnormal values from the table."""
-    d = 1.0 + _exp(-gate, NO_LIBDEVICE)
+    e = _exp(-gate, NO_LIBDEVICE)
     if IEEE_SIGMOID:
-        return reciprocal_keeping_subnormals(d)
+        return reciprocal_keeping_subnormals(1.0 + e)
     elif CUDA_ARCH > 0:
-        return _reciprocal_ptx(d)
+        return _reciprocal_ptx(1.0 + e)
     else:
-        return reciprocal_native(d)
+        return reciprocal_native(e)
 
 
 _SUBNORMAL_QUOTIENT_FROM = tl.constexpr(2.0**126)  # 1/d for d at or above this is subnormal (or 2**-126)
@@ -186,13 +186,13 @@ def reciprocal_keeping_subnormals(d):
 
 
 @triton.jit
-def reciprocal_native(d):
-    """1/d by the backend's own IEEE division, for the native sigmoid: 2**24/d (d * 2**-24 is exact for d >= 1), never a
-    subnormal quotient, so a division that flushes those (Triton 3.0-3.5 on NVIDIA) flushes nothing, scaled back by a
-    multiply. That second rounding is wrong for some d >= 2**126 (1/d subnormal), right for the three that bf16 gates
-    make (-87.5 to -88.5) on the H200 and a CPU; where a backend's is not, or its multiply flushes, the probe finds
-    the gate and the IEEE form runs, which reads those three from the table (PERF_NOTES.md, 22nd round)."""
-    return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24
+def reciprocal_native(e):
+    """1/(1 + e), e = exp(-gate), by the backend's own IEEE division, for the native sigmoid: 2**24/d for d = 1 + e,
+    never a subnormal quotient (d * 2**-24 is fma(e, 2**-24, 2**-24), exact however the fma rounds), so a division
+    that flushes them (Triton 3.0-3.5 on NVIDIA) flushes nothing, scaled back by a multiply: wrong for some d >= 2**126,
+    right for the three that bf16 gates make (-87.5 to -88.5) on the H200 and a CPU; where a backend's is not, the
+    probe finds the gate and the IEEE form runs, reading those three from the table (PERF_NOTES.md, 22nd round)."""
+    return tl.math.div_rn(1.0, tl.fma(e, _TWO_POW_MINUS_24, _TWO_POW_MINUS_24)) * _TWO_POW_MINUS_24
 
 
 # The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is

@@ -172,10 +172,10 @@ def _per_element_ladder(monkeypatch):
 
 
 @triton.jit
-def _one_ulp_off(d):
-    """A native reciprocal one ulp off for d in (1.5, 1.75): a sigmoid fault and nothing else."""
-    r = solution.reciprocal_keeping_subnormals(d)
-    return tl.where((d > 1.5) & (d < 1.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
+def _one_ulp_off(e):
+    """A native reciprocal of d = 1 + e one ulp off for d in (1.5, 1.75): a sigmoid fault and nothing else."""
+    r = solution.reciprocal_keeping_subnormals(1.0 + e)
+    return tl.where((e > 0.5) & (e < 0.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)
 
 
 def test_a_sigmoid_one_ulp_off_turns_the_sigmoid_ieee(native_interpreter):
@@ -205,8 +205,8 @@ def test_a_flushing_sigmoid_turns_the_sigmoid_ieee(native_interpreter):
 
 
 @triton.jit
-def _flushed_reciprocal(d):
-    r = solution.reciprocal_keeping_subnormals(d)
+def _flushed_reciprocal(e):
+    r = solution.reciprocal_keeping_subnormals(1.0 + e)
     return tl.where(tl.abs(r) < 1.1754943508222875e-38, 0.0, r)
 
 

@@ -98,7 +98,8 @@ def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr, NATIVE: tl.conste
     if BARE:
         tl.store(out_ptr + offs, tl.math.div_rn(1.0, d), mask=mask)
     elif NATIVE:
-        tl.store(out_ptr + offs, solution.reciprocal_native(d), mask=mask)
+        tl.store(out_ptr + offs, solution.reciprocal_native(d - 1.0), mask=mask)  # 1/(1 + e): d - 1 is exact below
+        # 2**24 and d itself from 2**25 on (the proof's d: from 2**126)
     else:
         tl.store(out_ptr + offs, solution.reciprocal_keeping_subnormals(d), mask=mask)
 

@@ -96,7 +96,8 @@ def _flushed(q):
     """What a flushing division makes of a subnormal quotient (solution_copies.py)."""
     return tl.where(tl.abs(q) < 1.1754943508222875e-38, 0.0, q)
 '''
-NATIVE_DIVISION = "    return tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24\n"
+NATIVE_DIVISION = ("    return tl.math.div_rn(1.0, tl.fma(e, _TWO_POW_MINUS_24, _TWO_POW_MINUS_24)) * "
+                   "_TWO_POW_MINUS_24\n")
 SPLIT_FMA = '''
 
 @triton.jit
@@ -123,7 +124,7 @@ REAL_ROWS = {
 # is portable.py with the native forms' lines edited.
 EDITED = {
     "flushing_division.py": (
-        [(NATIVE_DIVISION, "    return _flushed(tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24)\n", 1)],
+        [(NATIVE_DIVISION, "    return _flushed(" + NATIVE_DIVISION.strip()[len("return "):] + ")\n", 1)],
         TABLE_OFF + FLUSH),
     "fault_bf16_truncation.py": (
         [("        return v.to(tl.bfloat16).to(tl.float32)\n",
@@ -142,8 +143,9 @@ EDITED = {
     **{name[:-3] + "_portable.py": ([(GRAD_SCALES, GRAD_SCALES.replace("    q_gate", inserted + "    q_gate"), 1)], "")
        for name, inserted in REAL_ROWS.items()},
     "fault_sigmoid_ulp.py": (
-        [(NATIVE_DIVISION, "    r = tl.math.div_rn(1.0, d * _TWO_POW_MINUS_24) * _TWO_POW_MINUS_24\n    return tl.where((d > 1.5) & (d < 1.75), "
-                           "(r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)], TABLE_OFF),
+        [(NATIVE_DIVISION, "    r = " + NATIVE_DIVISION.strip()[len("return "):] + "\n    return tl.where((e > 0.5) & "
+                           "(e < 0.75), (r.to(tl.int32, bitcast=True) + 1).to(tl.float32, bitcast=True), r)\n", 1)],
+         TABLE_OFF),
 }
 
 TWO_PASS_LADDERS = '''
