@@ -42,7 +42,9 @@ def failed_checks(report):
 
 
 def test_real_solution_passes_every_check(tmp_path):
-    proc, report = run_check(ROOT / "solution.py", "--strict", tmp_path=tmp_path)
+    # Several tiles (the broken copies each show their fault on one), and groups that mix zeros with other values.
+    several_tiles = ["--shapes", "256x256", "--seeds", "1"]
+    proc, report = run_check(ROOT / "solution.py", "--strict", tmp_path=tmp_path, fast=several_tiles)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["passed"] and not failed_checks(report)
     assert report["static"] == {"single_file": [], "numerics": []}

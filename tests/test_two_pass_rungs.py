@@ -37,9 +37,11 @@ def test_the_ascend_ladder_is_two_exact_rungs_then_the_tolerant_one():
 
 CPU_SMALL = harness.load_shapes("cpu_small")
 # A value's path through the kernels does not depend on where its tile lies: every family on the first shape
-# (one tile), and on the shapes of several tiles and programs the random one and the one of NaN and inf groups.
+# (one tile), and on the shapes of several tiles and programs the random one and the one of NaN and inf groups;
+# zeros too on the largest, where (H > 128) its groups mix zero and nonzero values.
 SHAPES_AND_FAMILIES = [pytest.param(CPU_SMALL[0], harness.FAMILIES, id=f"{CPU_SMALL[0][0]}-every-family")] + [
-    pytest.param(shape, ("randn", "specials"), id=f"{shape[0]}-randn-specials") for shape in CPU_SMALL[1:]]
+    pytest.param(shape, families, id=f"{shape[0]}-{'-'.join(families)}")
+    for shape, families in zip(CPU_SMALL[1:], [("randn", "specials")] * 2 + [("randn", "specials", "zeros")])]
 
 
 @pytest.mark.parametrize("shape, families", SHAPES_AND_FAMILIES)
