@@ -1673,7 +1673,7 @@ def ieee_features_for(route, failed_checks, ieee=()):
     counts, None where no feature explains it (then the rung is left).
 
     Each check's failure points at a feature: sigmoid at the sigmoid (where the route can turn it, _turnable), bf16
-    rounding at the bf16 rounding, fma at the quantizer's division (its only user), the quantizer at its int8
+    rounding at the bf16 rounding, fma at the quantizer's division (the one use it changes), the quantizer at its int8
     conversion (at its division where fma failed too) and, once that is IEEE, at its division. An fma check that fails
     with the division IEEE is explained. A pipeline check that fails is explained only by a feature turned with it:
     the rung is probed again, and a pipeline still failing then leaves it."""
@@ -1704,7 +1704,7 @@ def _turnable(route):
 
 def _explained_checks(ieee):
     """The probe checks whose differences the features `ieee` in their IEEE form leave unused: the fma's,
-    once the quantizer's division (its only user) is IEEE."""
+    once the quantizer's division (the one user whose result depends on the fma's rounding) is IEEE."""
     return {"fma"} if "division" in ieee else set()
 
 
