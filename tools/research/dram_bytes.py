@@ -120,7 +120,8 @@ def outer(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", required=True, help="JSON list of {route, solution?, label?}")
+    parser.add_argument("--variants", required=True, help="JSON list of {route, solution?, label?, and optionally "
+                        "num_warps, chunk and y_chunk together, maxnreg, programs, prefetch}")
     parser.add_argument("--shapes", nargs="+", default=["8192x4096", "4096x2560"])
     parser.add_argument("--json")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
