@@ -3,6 +3,7 @@ launch order, thousands separators read, the units row skipped, and a profile th
 launched refused. The profile itself needs a GPU; its parsing is checked here on a profile's text."""
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -52,9 +53,19 @@ def test_a_profile_with_other_kernels_than_the_calls_is_refused():
 
 
 @pytest.mark.parametrize("variants", ['[{"route": "nvidia", "num_warp": 4}]', '[{"num_warps": 4}]', '[{route',
-                                      '[{"route": "nvidia", "num_warps": 4}]'])
+                                      '[{"route": "nvidia", "num_warps": 4}]', '["nvidia"]', '{"route": "nvidia"}',
+                                      '[{"route": "nvidia", "num_warps": "4", "chunk": 32, "y_chunk": 64}]'])
 def test_a_mistaken_variant_is_one_line_and_exit_code_2(variants):
     proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "research" / "dram_bytes.py"), "--variants",
                            variants], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("dram_bytes.py: error: --variants")
+
+
+def test_a_machine_without_ncu_is_one_line_and_exit_code_1(tmp_path):
+    env = {**os.environ, "NCU": str(tmp_path / "no-ncu")}
+    proc = subprocess.run([sys.executable, str(harness.ROOT / "tools" / "research" / "dram_bytes.py"), "--variants",
+                           '[{"route": "nvidia"}]'], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith("dram_bytes.py: cannot run Nsight Compute")

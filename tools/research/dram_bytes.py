@@ -104,7 +104,10 @@ def outer(args):
     command = [NCU, "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS), "--csv",
                "--print-units", "base", "--page", "raw", sys.executable, __file__, "--inner",
                "--variants", args.variants, "--shapes", *args.shapes]
-    done = subprocess.run(command, capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except OSError as exc:
+        sys.exit(f"dram_bytes.py: cannot run Nsight Compute ({exc}): it needs ncu and a GPU (NCU names the binary)")
     try:
         if done.returncode:
             raise ValueError(f"ncu exited {done.returncode}")
@@ -130,6 +133,8 @@ def main():
         variants = json.loads(args.variants)
     except ValueError as exc:
         parser.error(f"--variants is not JSON ({exc}): expected a list of objects, e.g. '[{{\"route\": \"nvidia\"}}]'")
+    if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
+        parser.error(f"--variants: expected a list of objects, e.g. '[{{\"route\": \"nvidia\"}}]'; got {args.variants}")
     for variant in variants:
         unknown = set(variant) - {"route", "solution", "label", *SETTINGS_FIELDS}
         if "route" not in variant or unknown:
@@ -138,6 +143,12 @@ def main():
         if set(variant) & set(SETTINGS_FIELDS) and not set(REQUIRED_SETTINGS) <= set(variant):
             parser.error(f"--variants: settings take {list(REQUIRED_SETTINGS)} together (the rest default: no register "
                          f"cap, one program a tile, no prefetch); got {json.dumps(variant)}")
+        mistyped = [k for k in SETTINGS_FIELDS if k in variant and not (
+            isinstance(variant[k], bool) if k == "prefetch" else
+            variant[k] is None and k in ("maxnreg", "programs") or type(variant[k]) is int and variant[k] > 0)]
+        if mistyped:
+            parser.error(f"--variants: {mistyped} must be positive integers (maxnreg and programs may be null, "
+                         f"prefetch true or false); got {json.dumps(variant)}")
     if args.inner:
         shapes = harness.expand_shape_args(args.shapes, [])
         inner(variants, shapes)
