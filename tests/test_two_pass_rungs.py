@@ -1,6 +1,6 @@
 """The two-pass rungs under the interpreter: Ascend's two rungs give the IEEE rungs'
-bytes on every cpu_small shape (every input family on one tile, two on the others); the tolerant rung stays within one step of the
-reference (the interpreter's bf16 cast truncates, as a backend's own cast may round otherwise)."""
+bytes on every cpu_small shape (every input family on one tile, two or three on the others); the tolerant rung stays
+within one step of the reference (the interpreter's bf16 cast truncates, as a backend's own cast may round otherwise)."""
 import pytest
 
 import harness

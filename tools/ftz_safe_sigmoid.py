@@ -97,9 +97,8 @@ def _reciprocal_kernel(d_ptr, out_ptr, N, BLOCK: tl.constexpr, NATIVE: tl.conste
     d = tl.load(d_ptr + offs, mask=mask, other=1.0)
     if BARE:
         tl.store(out_ptr + offs, tl.math.div_rn(1.0, d), mask=mask)
-    elif NATIVE:
-        tl.store(out_ptr + offs, solution.reciprocal_native(d - 1.0), mask=mask)  # 1/(1 + e): d - 1 is exact below
-        # 2**24 and d itself from 2**25 on (the proof's d: from 2**126)
+    elif NATIVE:  # reciprocal_native takes e, 1/(1 + e): d - 1 is exact up to 2**24 and d itself from 2**25 on
+        tl.store(out_ptr + offs, solution.reciprocal_native(d - 1.0), mask=mask)
     else:
         tl.store(out_ptr + offs, solution.reciprocal_keeping_subnormals(d), mask=mask)
 
