@@ -33,13 +33,16 @@ Set SILU_DOT_ROUTE=<one of ROUTES> before the first call on a device to force a 
 raises one line); ladder_for(device) says how each rung stands. Tools reach this file only through its names
 without a leading underscore. PERF_NOTES.md tells the design history.
 """
+import ast
 import contextlib
+import gc
 import itertools
 import math
 import os
 import re
 import signal
 import struct
+import subprocess
 import sys
 import time
 import warnings
@@ -2886,7 +2889,7 @@ def _compile_all(pairs, device=None, meanwhile=None):
     (before the compiles here where there are none), called with a function that waits for one job's child and gives
     its verdict (None where no child compiles)."""
     if device is not None and not _INTERPRET:
-        _compile_in_children(pairs, device.target, device.index, device.table, meanwhile)
+        _compile_in_children(pairs, device.target, device.index, meanwhile)
     elif meanwhile is not None:
         meanwhile(None)
     kernels = []
@@ -2945,13 +2948,9 @@ class _ChildDriver:
         raise _DriverAsked(name)
 
 
-@triton.jit
-def _canary_kernel(out_ptr, BLOCK: tl.constexpr):
-    """A kernel every compiler builds: a child that dies compiling it too shows that children die here."""
-    tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.float32))
-
-
-CHILD_COMPILE_TIMEOUT_S = 300
+# A child's compile that runs past this is cut off and this process compiles alone (the rung is kept): a hang costs
+# the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
+CHILD_COMPILE_TIMEOUT_S = 30
 _no_children = []  # why children no longer compile in this process (empty while they do)
 
 
@@ -2962,7 +2961,17 @@ def _in_children(jobs, target, index, meanwhile=None):
     verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be started, waited for or finish
     in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs in a process group of its own,
     killed whole on a timeout."""
-    started = [_start_child(*job, target, index) for job in jobs]
+    # What this process left for its garbage collector is frozen while the children fork: a child that collects it
+    # would run its destructors without the threads they join (Triton 3.0 and 3.1 leave MLIR contexts, each with a
+    # thread pool, to the collector; a child that frees one dies of SIGSEGV, or hangs).
+    freeze = getattr(gc, "freeze", None)
+    if freeze is not None:
+        freeze()
+    try:
+        started = [_start_child(*job, target, index) for job in jobs]
+    finally:
+        if freeze is not None:
+            gc.unfreeze()
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
     verdicts = {}
 
@@ -2999,6 +3008,7 @@ def _start_child(kernel, args, grid, kwargs, target, index):
         os.close(write_end)
         return None, f"os.fork failed ({type(exc).__name__}: {exc})"
     if pid == 0:
+        gc.disable()  # the child lives for one compile: it collects nothing, the parent's garbage least of all
         verdict, compiled, build_launcher = b"R", None, None
         try:
             os.close(read_end)
@@ -3074,13 +3084,19 @@ def _child_verdict(pid, read_end, deadline):
     if message.startswith(b"A"):
         return "no child", f"the child's compile asked Triton's driver for {message[1:].decode(errors='replace')}"
     if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = "unnamed"
-        return "died", f"the compiling process died of signal {number} ({name})"
-    return "died", f"the compiling process exited with code {os.WEXITSTATUS(status)} before it finished"
+        return "died", _death(signal_number=os.WTERMSIG(status))
+    return "died", _death(exit_code=os.WEXITSTATUS(status))
+
+
+def _death(signal_number=None, exit_code=None):
+    """How a compiling process died: of a signal, or by an exit before it told its verdict."""
+    if signal_number is None:
+        return f"the compiling process exited with code {exit_code} before it finished"
+    try:
+        name = signal.Signals(signal_number).name
+    except ValueError:
+        name = "unnamed"
+    return f"the compiling process died of signal {signal_number} ({name})"
 
 
 def _kill_child(pid):
@@ -3120,14 +3136,14 @@ def _keys_before_fork(kernels):
                 kernel.hash = None
 
 
-def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
+def _compile_in_children(pairs, target, index, meanwhile=None):
     """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so that a compiler
-    that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not the run: raises
-    KernelFailure "kills its compiler" for the first launch whose child died, unless a child dies compiling
-    _canary_kernel too (for canary_arg, a float32 tensor): then children die here whatever they compile. Where no
-    child can compile (no fork, no target, a sandbox, a timeout, a JIT that asks the driver for more, children that
-    die), this process compiles alone from then on, with one warning a process. meanwhile: host work done while they
-    compile (here, in any case; see _compile_all)."""
+    that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A child's
+    death is the kernel's only where the kernel kills a fresh interpreter's compile too (_in_fresh_interpreter): then
+    this raises KernelFailure "kills its compiler" for that launch. Where it compiles there, the death was this
+    process's, not the kernel's; and where no child can compile (no fork, no target, a sandbox, a timeout, a JIT that
+    asks the driver for more), this process compiles alone from then on, with one warning a process, and no rung is
+    left for it. meanwhile: host work done while they compile (here, in any case; see _compile_all)."""
     if _no_children:
         if meanwhile is not None:
             meanwhile(None)
@@ -3138,18 +3154,21 @@ def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
         why = "this platform has no os.fork"
     else:
         _keys_before_fork(launch.kernel for launch, _ in pairs)
-        verdicts = _in_children([(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options})
-                                 for launch, args in pairs], target, index, meanwhile)
+        jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
+        verdicts = _in_children(jobs, target, index, meanwhile)
         meanwhile = None
-        dead = [(launch, detail) for (launch, _), (verdict, detail) in zip(pairs, verdicts) if verdict == "died"]
+        dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
         unusable = [detail for verdict, detail in verdicts if verdict == "no child"]
         if dead:
-            canary = "compiled"
-            if canary_arg is not None:
-                [(canary, _)] = _in_children([(_canary_kernel, (canary_arg,), (1,), {"BLOCK": 128})], target, index)
-            if canary != "died":
-                raise KernelFailure("kills its compiler", dead[0][1], dead[0][0])
-            why = f"a child dies compiling a trivial kernel too ({dead[0][1]})"
+            launch, detail = pairs[dead[0]][0], verdicts[dead[0]][1]
+            fresh, fresh_detail = _in_fresh_interpreter(*jobs[dead[0]], target, index)
+            if fresh == "died":
+                raise KernelFailure("kills its compiler", f"{detail}; in a fresh interpreter too", launch)
+            if fresh == "no child":
+                raise KernelFailure("kills its compiler", f"{detail}; no fresh interpreter could tell whether "
+                                                          f"it is the kernel's doing ({fresh_detail})", launch)
+            why = (f"a child died compiling the {launch.name} kernel ({detail}), which a fresh interpreter "
+                   f"compiles: the death was this process's")
         elif unusable:
             why = unusable[0]
         else:
@@ -3159,6 +3178,98 @@ def _compile_in_children(pairs, target, index, canary_arg=None, meanwhile=None):
     _no_children.append(why)
     warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
                   f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
+
+
+FRESH_COMPILE_TIMEOUT_S = 30
+
+# Run by _in_fresh_interpreter: reads (file, kernel name, target, arguments, grid, keyword arguments), loads the file
+# as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B as the compile begins,
+# then C (compiled), R (the kernel's compile raised), A (its JIT asked the driver for more) or S (the set-up failed)
+# with why.
+_FRESH_COMPILE = """
+import ast, importlib.util, sys
+stage = "S"
+try:
+    path, name, (backend, arch, warp_size), described, grid, kwargs = ast.literal_eval(sys.stdin.read())
+    import torch, triton
+    from triton.backends.compiler import GPUTarget
+    spec = importlib.util.spec_from_file_location("_silu_dot_fresh_compile", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = []
+    for arg in described:
+        if isinstance(arg, tuple) and arg[:1] == ("tensor",):
+            _, dtype, residue = arg
+            dtype = getattr(torch, dtype)
+            size = torch.empty(0, dtype=dtype).element_size()
+            buffer = torch.empty(512 + 64 * size, dtype=torch.uint8)
+            skip = (residue - buffer.data_ptr()) % 256
+            args.append(buffer[skip:skip + 64 * size].view(dtype))
+        else:
+            args.append(arg)
+    driver = module._ChildDriver(GPUTarget(backend, arch, warp_size), 0)
+    if hasattr(triton.runtime.driver, "set_active"):
+        triton.runtime.driver.set_active(driver)
+    else:
+        triton.runtime.driver.active = driver
+    kernel = getattr(module, name)
+    stage = "R"
+    print("B", flush=True)
+    kernel.warmup(*args, grid=grid, **kwargs)
+    print("C", flush=True)
+except BaseException as exc:
+    asked = type(exc).__name__ == "_DriverAsked"
+    print("A" if asked else stage, exc if asked else f"{type(exc).__name__}: {str(exc).strip()[:200]!r}", flush=True)
+"""
+
+
+def _described(arg):
+    """An argument as the fresh interpreter rebuilds it: a tensor by its dtype and its address modulo 256 (what a JIT
+    specializes on), anything else as itself."""
+    if isinstance(arg, torch.Tensor):
+        return "tensor", str(arg.dtype).rpartition(".")[2], arg.data_ptr() % 256
+    return arg
+
+
+def _in_fresh_interpreter(kernel, args, grid, kwargs, target, index):
+    """(verdict, detail) of compiling one kernel in a new Python process, which has compiled nothing before: "died"
+    (a signal or an exit before it told), "compiled" or "raised" (the parent's compile meets the same exception), or
+    "no child" where none could tell (no file holds the kernel, the process could not start, set up or finish in
+    FRESH_COMPILE_TIMEOUT_S). It takes the parent's Triton cache, where a compile leaves its binary for the parent."""
+    try:
+        fn = getattr(kernel, "fn", None)
+        path = sys.modules[fn.__module__].__file__
+        job = repr((path, fn.__name__, (target.backend, target.arch, target.warp_size),
+                    tuple(_described(a) for a in args), tuple(grid), kwargs))
+        ast.literal_eval(job)
+    except Exception as exc:
+        return "no child", f"the kernel cannot be named to a fresh interpreter ({type(exc).__name__}: {exc})"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    try:
+        child = subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, env=env, start_new_session=True, text=True)
+    except Exception as exc:
+        return "no child", f"no fresh interpreter started ({type(exc).__name__}: {exc})"
+    try:
+        told, _ = child.communicate(job, timeout=FRESH_COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # its compiler's tools with it
+        except OSError:
+            child.kill()
+        child.communicate()
+        return "no child", f"a fresh interpreter's compile took over {FRESH_COMPILE_TIMEOUT_S} s"
+    told = [line for line in told.splitlines() if line[:1] in "BCRAS" and line[1:2] in ("", " ")]
+    verdict, _, detail = (told or [""])[-1].partition(" ")
+    if verdict == "B":  # the compile began, and the process ended before it told how it went
+        if child.returncode < 0:
+            return "died", _death(signal_number=-child.returncode)
+        return "died", _death(exit_code=child.returncode)
+    if verdict not in ("C", "R", "A", "S"):
+        return "no child", f"a fresh interpreter ended before its compile began (exit code {child.returncode})"
+    if verdict in ("C", "R"):
+        return ("compiled" if verdict == "C" else "raised"), detail
+    return "no child", f"a fresh interpreter could not set the compile up ({detail})"
 
 
 def resident_programs(kernel, device_index, warp_size):
