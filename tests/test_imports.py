@@ -8,11 +8,19 @@ import pytest
 import harness
 
 TOOLS = harness.ROOT / "tools"
+RECORD_FOLDERS = {path.name for path in (harness.ROOT / "results").iterdir() if path.is_dir()}
+
+
+def is_lab_code(path):
+    """Whether a file is lab code kept for a record's provenance: under tools/research/<a results/ folder>/. It was
+    written against the solution of its session, may use that solution's private names, and no module imports it."""
+    parts = path.relative_to(TOOLS).parts
+    return len(parts) > 2 and parts[0] == "research" and parts[1] in RECORD_FOLDERS
 
 
 def kit_modules():
-    """{module name: path} of the top-level files and the tools (research included)."""
-    paths = sorted(harness.ROOT.glob("*.py")) + sorted(TOOLS.rglob("*.py"))
+    """{module name: path} of the top-level files and the tools (research included, its lab code not)."""
+    paths = sorted(harness.ROOT.glob("*.py")) + sorted(p for p in TOOLS.rglob("*.py") if not is_lab_code(p))
     return {path.stem: path for path in paths}
 
 

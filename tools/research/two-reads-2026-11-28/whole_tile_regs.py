@@ -1,8 +1,12 @@
 import sys, tempfile
-sys.path.insert(0, "/work/main"); sys.path.insert(0, "/work/main/.lab/whole_tile")
+from pathlib import Path
+# The repository root (solution.py, compile_matrix.py) and this folder: the session imported the kernel as `wt` from
+# /work/main/.lab/whole_tile (not kept); whole_tile_kernel.py beside this file is the kernel its record names.
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2])); sys.path.insert(0, str(HERE))
 import triton, solution, compile_matrix as cm
 from triton.backends.compiler import GPUTarget
-import wt
+import whole_tile_kernel as wt
 target = GPUTarget("cuda", 90, 32)
 def regs(kernel, route, warps, chunk=32, y_chunk=64, maxnreg=None, arch=90):
     plan = solution.launch_plan("nvidia", 8192, 4096, route=route) if False else None

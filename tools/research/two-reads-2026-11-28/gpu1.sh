@@ -1,5 +1,7 @@
 #!/bin/bash
-# two-reads pricing, one GPU call. Usage: bash .lab/two_reads/gpu1.sh
+# two-reads pricing, one GPU call, from the repository root with .lab/two_reads carried (its tr.py written by
+# make.py .lab/two_reads).
+# Usage: bash tools/research/two-reads-2026-11-28/gpu1.sh (the session ran it as .lab/two_reads/gpu1.sh)
 set -x
 nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/gpu.txt
 python -c "import triton, torch; print(triton.__version__, torch.__version__)" >> $OUT/gpu.txt

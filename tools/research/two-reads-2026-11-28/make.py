@@ -1,11 +1,12 @@
 """Lab copies: the solution with two-reads routes added (and a portable ladder, where wanted)."""
 import sys
 from pathlib import Path
-sys.path.insert(0, "/work/main/tools")
+ROOT = Path(__file__).resolve().parents[3]  # the checkout this file is in (it named /work/main at first)
+sys.path.insert(0, str(ROOT / "tools"))
 from solution_copies import PORTABLE, MTHREADS_SETTINGS  # noqa
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
-text = Path("/work/main/solution.py").read_text()
+text = (ROOT / "solution.py").read_text()
 extra = '''
 # two_reads lab routes
 for _r in (

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# usage: gpu2.sh XY STEP...  (XY: the Triton in .whlXY, or 36 for the machine's own). Baseline: .lab/base.py.
+# usage: bash tools/research/session-h200-2026-11-29b/runner.sh XY STEP...  (XY: the Triton in .whlXY, or 36 for the
+# machine's own), from the repository root; the session ran it as gpu2.sh. Baseline: .lab/base.py.
 set -uo pipefail
 xy=${1:?}; shift
 if [ "$xy" != 36 ]; then T=/tmp/tv$xy; rm -rf $T; mkdir -p $T && (cat .whl$xy/t*.part.* | xz -d | tar -x -C $T); export PYTHONPATH=$T; [ "$xy" = 35 ] && cp -r tools/research/amd_backend_stub $T/triton/backends/amd; fi

@@ -1,7 +1,7 @@
 """No-math movers of the y pass: x in, y_q_t (int8, transposed) and y_s_t out, several patterns, against a copy."""
 import sys, json
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for measure.py
 import torch, triton, triton.language as tl
 from measure import do_bench, same_bytes_copy_us
 
