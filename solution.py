@@ -44,6 +44,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from array import array
@@ -450,6 +451,10 @@ KERNEL_ARGUMENTS = (
 # from it, and fewer compiled variants) and M, which only counts tiles (Iluvatar's toolchain has reused a
 # binary for another M and N: FlagGems marks them do_not_specialize there).
 _UNSPECIALIZED = ("M", "stride_gs", "stride_ys")
+# A compiled kernel is launched directly under a key at least as fine as any JIT's known here: each pointer's address
+# modulo _ALIGNMENT bytes (upstream Triton specializes on 16, Iluvatar's on 64) and each integer's value (upstream
+# specializes on 1 and 16, Iluvatar's on 8), so one key never stands for two binaries.
+_ALIGNMENT = 64
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
@@ -1495,7 +1500,8 @@ class Backend(NamedTuple):
     that many threads. proof_rows, where set, is the rows a step of the witness's kernels (the default's temporaries
     outgrow Ascend's unified buffer). options are the compile options it takes beyond num_warps, num_stages and
     enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its Triton is
-    built on."""
+    built on. compiled_launch: its JIT is known to specialize on no more than _ALIGNMENT's key holds, so a call launches
+    its compiled kernels directly; elsewhere every call goes through the kernel's own JIT."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1510,6 +1516,7 @@ class Backend(NamedTuple):
     max_chunk: Optional[int] = None
     max_y_chunk: Optional[int] = None
     proof_rows: Optional[int] = None
+    compiled_launch: bool = True
 
     @property
     def route(self):
@@ -1543,7 +1550,8 @@ BACKENDS = {b.name: b for b in (
     # probe finds both), so its ladder starts at IEEE arithmetic. The CPU tests probe the native rungs.
     Backend("interpreter", "cpu", (), "", ("generic_per_element", "plain", "tolerant"), 32, 256, (),
             (65535, 65535, 65535), "3.2"),
-    Backend("unknown", None, (), "", _PORTABLE_LADDER, 32, 256, (), (65535, 65535, 65535), "3.2"),
+    Backend("unknown", None, (), "", _PORTABLE_LADDER, 32, 256, (), (65535, 65535, 65535), "3.2",
+            compiled_launch=False),
 )}
 
 
@@ -2008,11 +2016,11 @@ def _shown(value):
 
 def _same_layout(t):
     """An uninitialized tensor with t's shape, dtype, device and strides (unit column stride), over only the elements
-    its rows span, whose first element has t's alignment modulo 16 bytes (what Triton specializes a pointer on)."""
+    its rows span, whose first element has t's address modulo _ALIGNMENT (what a compiled kernel is keyed on)."""
     rows, cols = t.shape
-    slack = 16 // t.element_size()
+    slack = _ALIGNMENT // t.element_size()
     storage = torch.empty((rows - 1) * t.stride(0) + cols + slack, dtype=t.dtype, device=t.device)
-    shift = ((t.data_ptr() - storage.data_ptr()) % 16) // t.element_size()
+    shift = ((t.data_ptr() - storage.data_ptr()) % _ALIGNMENT) // t.element_size()
     return storage.as_strided(tuple(t.shape), (t.stride(0), 1), shift)
 
 
@@ -2270,8 +2278,35 @@ def _row_stride(name, t, shape, dtype, device):
 
 
 def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size):
-    """(M, H, the six row strides, whether offsets need 64 bits) for valid arguments; a ValueError that
-    says what was wrong otherwise."""
+    """(M, H, the six row strides, whether offsets need 64 bits, the six tensors' addresses) for valid arguments; a
+    ValueError that says what was wrong otherwise. The rules (_check_layout) run once for each signature of the
+    tensors (shape, strides, dtype, device of each), and every call's signature is looked up: a call can only pass
+    where one with the same signature passed them. Whether outputs share memory is reckoned on every call."""
+    try:
+        signature = (group_size, x.shape, x.stride(), x.dtype, x.device, grad_y.shape, grad_y.stride(), grad_y.dtype,
+                     grad_y.device, grad_input_q.shape, grad_input_q.stride(), grad_input_q.dtype, grad_input_q.device,
+                     grad_input_s.shape, grad_input_s.stride(), grad_input_s.dtype, grad_input_s.device, y_q_t.shape,
+                     y_q_t.stride(), y_q_t.dtype, y_q_t.device, y_s_t.shape, y_s_t.stride(), y_s_t.dtype, y_s_t.device)
+        checked = _checked.get(signature)
+    except Exception:  # not a tensor, or one without strides: the rules say what is wrong
+        signature = checked = None
+    tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
+    if checked is None:
+        checked = _check_layout(tensors, group_size)
+        if signature is not None:
+            _checked[signature] = checked
+    M, H, strides, index_64, sizes = checked
+    addresses = (x.data_ptr(), grad_y.data_ptr(), grad_input_q.data_ptr(), grad_input_s.data_ptr(), y_q_t.data_ptr(),
+                 y_s_t.data_ptr())
+    if sizes is not None:  # None for meta tensors, which hold no memory: every data_ptr() is 0
+        _check_outputs_apart(addresses, sizes)
+    return M, H, strides, index_64, addresses
+
+
+def _check_layout(tensors, group_size):
+    """The rules on a call's tensors, all but whether outputs share memory: (M, H, the six row strides, whether
+    offsets need 64 bits, the bytes from each tensor's first element to its last, None for meta tensors)."""
+    x = tensors[0]
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
@@ -2283,37 +2318,36 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
-    layout = _layouts.get((M, H))
-    if layout is None:
-        layout = _layouts[(M, H)] = tuple((name, shape, dtype)
-                                          for name, (shape, dtype) in _expected_layout(M, H).items())
-    device = x.device
-    strides, memory = [], []
+    strides, sizes = [], []
     span = M * H  # the scratch slots'
-    for (name, shape, dtype), t in zip(layout, (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)):
-        row_stride, elements = _row_stride(name, t, shape, dtype, device)
+    for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors):
+        row_stride, elements = _row_stride(name, t, shape, dtype, x.device)
         strides.append(row_stride)
         span = max(span, elements)
-        start = t.data_ptr()
-        memory.append((name, start, start + elements * t.element_size()))
-    if not x.is_meta:  # meta tensors hold no memory: every data_ptr() is 0
-        _check_outputs_apart(memory)
-    return M, H, tuple(strides), span > 2**31
+        sizes.append(elements * t.element_size())
+    return M, H, tuple(strides), span > 2**31, None if x.is_meta else tuple(sizes)
 
 
-def _check_outputs_apart(memory):
-    """A ValueError where an output's bytes meet an input's or another output's. memory: (name, first byte, end) of x,
-    grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the gaps between
-    strided rows included (so rows that only interleave count as shared). x and grad_y, only read, may share."""
-    for i, (name, start, end) in enumerate(memory[2:], 2):
-        for other, other_start, other_end in memory[:i]:
-            if start < other_end and other_start < end:
-                raise ValueError(f"{name} shares memory with {other}: every output must have memory of its own, "
-                                 "shared with no input and no other output (a tensor's memory here: its bytes from its "
-                                 "first element to its last, the gaps between strided rows included)")
+_checked = {}  # the signature of a call's tensors: what _check_layout found of them
 
 
-_layouts = {}  # (M, H): ((name, shape, dtype), ...) from _expected_layout
+def _check_outputs_apart(addresses, sizes):
+    """A ValueError where an output's bytes meet an input's or another output's. addresses and sizes: the first byte
+    and the bytes of x, grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the
+    gaps between strided rows included (so rows that only interleave count as shared). x and grad_y, only read, may
+    share."""
+    ends = [start + size for start, size in zip(addresses, sizes)]
+    for i in range(2, 6):
+        start, end = addresses[i], ends[i]
+        for j in range(i):
+            if start < ends[j] and addresses[j] < end:
+                raise ValueError(f"{_ARGUMENT_NAMES[i]} shares memory with {_ARGUMENT_NAMES[j]}: every output must "
+                                 "have memory of its own, shared with no input and no other output (a tensor's "
+                                 "memory here: its bytes from its first element to its last, the gaps between "
+                                 "strided rows included)")
+
+
+_ARGUMENT_NAMES = ("x", "grad_y", "grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 
 
 # ---------------------------------------------------------------- devices and the launcher
@@ -2422,6 +2456,11 @@ class _Device:
         self.proof_launches = {}  # shape key: {name: launch} of the proofs' launches planned with the call's
         self.settings = {}  # shape key: the LaunchSettings its launches were planned with
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
+        self.ready = {}  # a call's key (_ready_key): its launches, ready to run (_launch_ready)
+        self.scratch = {}  # (stream, thread): the scratch of the calls it makes there, the largest asked for
+        # Calls proven at their key launch their compiled kernels straight away where the key covers the JIT's.
+        self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
+                               and not self.specializes_on_storage_size)
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         self.table_values = None  # the table, read back once filled (the witness's expectations read it)
         self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
@@ -2435,6 +2474,16 @@ class _Device:
     @property
     def route(self):
         return self.routes[0]
+
+    def scratch_for(self, stream, elements):
+        """The scratch of a call on stream from this thread, at least elements long: kept for the next call there,
+        which the stream orders after this one (a thread of its own, as a two-pass rung's kernels hand y over in
+        it)."""
+        key = (stream, threading.get_ident())
+        scratch = self.scratch.get(key)
+        if scratch is None or scratch.numel() < elements:
+            scratch = self.scratch[key] = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
+        return scratch
 
     def _plan(self, M, H, index_64=False, settings=None, resident=None):
         return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
@@ -2453,7 +2502,7 @@ class _Device:
                                f"remaining on this {self.backend.name} device, cannot run: {why}")
         self.routes = [r for r in self.routes if r not in failed]
         self.left += [(r, why) for r in failed]
-        for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven):
+        for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven, self.ready):
             found_for_the_rung.clear()  # every shape takes the next rung, and is proven again there
         warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} route{'s' if len(failed) > 1 else ''} "
                       f"on this {self.backend.name} device: {why}; taking the {self.route} route", RuntimeWarning,
@@ -2646,9 +2695,10 @@ class _Device:
 
 
 def _compile_key(pairs):
-    """What makes a set of (launch, args) one compile: their constexprs, options and pointers' 16-byte alignment."""
+    """What makes a set of (launch, args) one compile: their constexprs, options and pointers' addresses modulo
+    _ALIGNMENT."""
     return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
-                  tuple(a.data_ptr() % 16 == 0 for a in launch_args if isinstance(a, torch.Tensor)))
+                  tuple(a.data_ptr() % _ALIGNMENT for a in launch_args if isinstance(a, torch.Tensor)))
                  for launch, launch_args in pairs)
 
 
@@ -2767,13 +2817,16 @@ def _witness_verdict(device, key, found, args):
     if why:
         return Verdict(unjudged=why)
     witness_args = (x_w, grad_y_w) + tuple(args[2:])
-    specialization = _specialization(witness_args[:8], args[10:16], device.specializes_on_storage_size)
+    specialization = _specialization([t.data_ptr() for t in witness_args[:8]], tuple(args[10:16]),
+                                     [t.untyped_storage().nbytes() for t in witness_args[:8]]
+                                     if device.specializes_on_storage_size else None)
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
         named["stamp"] = _run_stamp()
         for launch, launch_args in pairs:
             if launch is check:
-                _launch_all(found, witness_args, specialization)
+                _launch_all(found, witness_args, specialization, device,
+                            _current_stream(device) if device.launches_ready else None)
                 launch_args = tuple(named[name] for name in launch.signature)  # the run's stamp
             launch.kernel[launch.grid](*launch_args, **launch.constexprs, **launch.options)
         values = named["record_ptr"].cpu().tolist()
@@ -3327,24 +3380,25 @@ def ladder_for(device):
             + [(route, "not tried") for route in dev.routes[1:]])
 
 
-def _specialization(tensors, strides, storage_below_2gb):
-    """What Triton specializes the main kernel on, per call: each pointer's 16-byte alignment, each specialized stride's
-    divisibility by 16 (M and H are multiples of 128) and, on AMD, whether each tensor's storage is under 2 GiB
-    (32-bit buffer offsets)."""
-    aligned = 0
-    for i, t in enumerate(tensors):
-        aligned |= (t.data_ptr() % 16 == 0) << i
-    divisible = 0
-    for i in _SPECIALIZED_STRIDES:
-        divisible |= (strides[i] % 16 == 0) << i
-    if not storage_below_2gb:
-        return aligned, divisible
-    return aligned, divisible, tuple(t.untyped_storage().nbytes() < 2**31 for t in tensors)
+def _specialization(addresses, strides, storage_sizes=None):
+    """The key a call's compiled kernels are found by (see _ALIGNMENT): the main kernel's pointers' addresses modulo
+    _ALIGNMENT and the six row strides; on AMD also whether each tensor's storage is under 2 GiB (storage_sizes, in
+    bytes: 32-bit buffer offsets)."""
+    key = (tuple(address % _ALIGNMENT for address in addresses), strides)
+    if storage_sizes is None:
+        return key
+    return key + (tuple(size < 2**31 for size in storage_sizes),)
 
 
-# The strides Triton specializes on: those the kernel does not exclude with do_not_specialize.
-_STRIDE_NAMES = tuple(name for name, _ in KERNEL_ARGUMENTS if name.startswith("stride_"))
-_SPECIALIZED_STRIDES = tuple(i for i, name in enumerate(_STRIDE_NAMES) if name not in _UNSPECIALIZED)
+def _current_stream(device):
+    """The stream a launch on device goes to, as Triton's driver gives it; None where device is not the current one
+    or the driver does not say (a call then takes the long way, through _on_device and the JIT's own lookups)."""
+    try:
+        driver = triton.runtime.driver.active
+        index = driver.get_current_device()
+        return driver.get_current_stream(index) if index == device.index else None
+    except Exception:
+        return None
 
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
@@ -3352,17 +3406,35 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's own, for design
     sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test at a shape and
     specialization not yet proven (the proofs: _Device.prove), is left for the next rung of its ladder, once
-    (Backend.routes); an error at run time is raised, not hidden."""
-    M, H, strides, index_64 = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size)
+    (Backend.routes); an error at run time is raised, not hidden. A call whose key (_specialization) was proven and
+    launched directly before launches its compiled kernels straight away (_Device.ready)."""
+    M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
+                                                       group_size)
+    tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
+    device = _devices.get(x.get_device())
+    if device is not None and device.launches_ready:
+        stream = _current_stream(device)
+        if stream is not None:
+            scratch = device.scratch_for(stream, M * H)
+            ready = device.ready.get((M, H, settings, _specialization(
+                addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
+            if ready is not None:
+                args = (*tensors, device.table, scratch, M, H, *strides)
+                for run, indices, constexprs in ready[1]:
+                    run(*(args if indices is None else [args[i] for i in indices]), *constexprs, stream=stream)
+                return ready[0]
     key = (M, H, index_64, settings)
     device = _device(x, key)
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
+    stream = _current_stream(device) if device.launches_ready else None
     # One GROUP x GROUP slot a tile (the fused rungs), or y, M x H (the two-pass rungs that keep it).
-    scratch = torch.empty(M * H, dtype=torch.bfloat16, device=x.device)
-    args = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, device.table, scratch, M, H, *strides)
-    specialization = _specialization(args[:8], strides, device.specializes_on_storage_size)
+    scratch = device.scratch_for(stream, M * H)
+    args = (*tensors, device.table, scratch, M, H, *strides)
+    specialization = _specialization(addresses + (device.table.data_ptr(), scratch.data_ptr()), strides,
+                                     [t.untyped_storage().nbytes() for t in args[:8]]
+                                     if device.specializes_on_storage_size else None)
     found = device.call_launches(M, H, index_64, settings, args, specialization)
     for planned, indices, compiled, checked in found:
         if specialization not in checked:
@@ -3376,28 +3448,41 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
             checked.add(specialization)
     if (key, specialization) not in device.proven and device.prove(key, specialization, found, args):
         return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-    return _launch_all(found, args, specialization)
+    kernel, direct = _launch_all(found, args, specialization, device, stream)
+    if direct and stream is not None:
+        # (the last kernel, (its launcher for its grid, made once, the indices of its arguments, its constexprs) each)
+        device.ready[(M, H, settings, specialization)] = (kernel, tuple(
+            (compiled[specialization][planned.grid], None if len(indices) == len(args) else indices,
+             compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found))
+    return kernel
 
 
-def _launch_all(found, args, specialization):
+def _launch_all(found, args, specialization, device, stream=None):
     """Launches a call's kernels (found: _Device.call_launches) on args, whose specialization is given; returns the last
-    one launched. A launch's compiled kernel for a specialization is launched directly after its first launch,
-    skipping Triton's per-call argument binding; None marks a Triton whose launcher takes other arguments."""
+    one launched, and whether every one was launched directly: a launch's compiled kernel for a specialization is
+    launched directly after its first launch (on stream, where given), skipping Triton's per-call argument binding;
+    None marks a Triton whose launcher takes other arguments, and a backend whose JIT's key is not known
+    (Backend.compiled_launch) launches through the JIT every time."""
+    direct = 0
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:
-                kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
+                if stream is None:
+                    kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
+                else:
+                    kernel[planned.grid](*kernel_args, *kernel.constexpr_values, stream=stream)
+                direct += 1
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
                 compiled[specialization] = None
         kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
-        if not _INTERPRET and specialization not in compiled:
+        if not _INTERPRET and specialization not in compiled and device.backend.compiled_launch:
             # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.
             kernel.constexpr_values = tuple(planned.constexprs.values()) if _TRITON_VERSION >= (3, 3) else ()
             compiled[specialization] = kernel
-    return kernel
+    return kernel, direct == len(found)
 
 
 def silu_dot_fwd_bwd_quant_fuse(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE):

@@ -100,14 +100,58 @@ def test_a_two_pass_route_stores_as_many_groups_scales_at_once_as_divide_a_row()
 def test_the_compiled_kernel_cache_tells_apart_each_pointers_alignment():
     # A kernel compiled for x aligned and grad_y not must not be reused for the reverse (issue: review).
     buf = torch.zeros(4096, dtype=torch.bfloat16)
-    aligned, offset = buf[0:128], buf[1:129]
+    aligned, offset = buf[0:128].data_ptr(), buf[1:129].data_ptr()
     strides = (256, 128, 256, 2, 128, 1)
-    first = solution._specialization((aligned, offset), strides, False)
-    second = solution._specialization((offset, aligned), strides, False)
-    assert first != second
-    assert solution._specialization((aligned,), strides, True)[2] == (True,)  # AMD: storage under 2 GiB
-    assert solution._SPECIALIZED_STRIDES == (0, 1, 2, 4)  # stride_gs and stride_ys are not specialized
+    assert solution._specialization((aligned, offset), strides) != solution._specialization((offset, aligned), strides)
+    assert solution._specialization((aligned,), strides, [2**20])[2] == (True,)  # AMD: storage under 2 GiB
     assert "M" in solution._UNSPECIALIZED  # M only counts tiles: every kernel takes it unspecialized
+
+
+class _StandInJit:
+    """A JIT that specializes as Iluvatar's does: each pointer on 64-byte alignment, each integer on % 8. Each JIT
+    launch returns the binary for its key; a binary launched directly on arguments of another key is recorded."""
+
+    def __init__(self):
+        self.wrong = []
+
+    @staticmethod
+    def key(args):
+        return tuple(a.data_ptr() % 64 == 0 if isinstance(a, torch.Tensor) else a % 8 == 0 for a in args)
+
+    def __getitem__(self, grid):
+        def jit_launch(*args, **kwargs):
+            return _StandInBinary(self, self.key(args))
+        return jit_launch
+
+
+class _StandInBinary:
+    def __init__(self, jit, key):
+        self.jit, self.built_for = jit, key
+
+    def __getitem__(self, grid):
+        def run(*args, stream=None):
+            if self.jit.key(args) != self.built_for:
+                self.jit.wrong.append((self.built_for, self.jit.key(args)))
+        return run
+
+
+def test_a_binary_is_launched_only_on_arguments_of_the_key_its_jit_compiled_it_for(monkeypatch):
+    """Iluvatar's JIT keys pointers on 64-byte alignment and integers on % 8: a call whose pointers are 16- but not
+    64-byte aligned, or whose stride is a multiple of 16 but another multiple of 8, must not run a binary compiled for
+    the other. Upstream's key (16 bytes, % 16) would have run the first call's binary on both."""
+    monkeypatch.setattr(solution, "_INTERPRET", False)
+    jit = _StandInJit()
+    launch = solution.KernelLaunch("main", jit, (1,), {"x_ptr": "*bf16", "stride_x": "i32"}, {}, {})
+    device = types.SimpleNamespace(backend=solution.BACKENDS["iluvatar"])
+    buf = torch.zeros(4096, dtype=torch.bfloat16)
+    found = [(launch, (0, 1), {}, set())]
+    for tensor, stride in ((buf[0:], 256), (buf[8:], 256), (buf[0:], 272), (buf[8:], 264), (buf[0:], 256)):
+        args = (tensor, stride)
+        specialization = solution._specialization((tensor.data_ptr(),), (stride,))
+        for _ in range(2):  # a JIT launch, then a direct one
+            solution._launch_all(found, args, specialization, device)
+    assert jit.wrong == []
+    assert len(found[0][2]) == 4  # one binary a key: the first and the last call share one
 
 
 def test_h_not_multiple_of_128_is_rejected():
@@ -477,7 +521,7 @@ def test_loads_a_slice_ahead_write_the_same_bytes(index_64, monkeypatch):
         monkeypatch.setattr(solution, "_PREFETCH_MAX_THREADS", 256)
         monkeypatch.setattr(solution, "_PREFETCH_FROM", solution._TRITON_VERSION)
         check = solution._check_inputs
-        monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], index_64))
+        monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], index_64, check(*args)[4]))
     assert _same_bytes_as_the_default_launch(monkeypatch, "generic_per_element", then=prefetch) == [0, 0, 0, 0]
     [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.constexprs["PREFETCH"] is True and main.constexprs["INDEX_64"] is index_64
@@ -486,7 +530,7 @@ def test_loads_a_slice_ahead_write_the_same_bytes(index_64, monkeypatch):
 
 def test_64_bit_offsets_write_the_same_bytes(monkeypatch):
     check = solution._check_inputs
-    monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True))
+    monkeypatch.setattr(solution, "_check_inputs", lambda *args: (*check(*args)[:3], True, check(*args)[4]))
     assert _same_bytes_as_the_default_launch(monkeypatch, "generic_per_element") == [0, 0, 0, 0]
     [(main, _, _, _)], = solution._device(torch.empty(0)).launches.values()
     assert main.constexprs["INDEX_64"] is True
