@@ -1,29 +1,27 @@
 """Why forked compile children died on Triton 3.0 and 3.1 once the process had compiled other kernels, reproduced
-without a GPU: this process compiles a kernel of its own first (for a stand-in target, cuda:90 by default), as
-another solution's JIT would, then asks a solution's _in_children to compile the solution's main kernel in a forked
-child, as its first call at a new shape does.
+without a GPU (a stand-in target: nothing is launched). This process compiles a kernel with helpers first, as
+another solution's JIT would (MLIR's inliner then works on several functions at once, and the context starts its
+thread pool); Triton 3.0/3.1 leave that MLIR context to the garbage collector. Then it forks a child that compiles
+another kernel, as the kit's compile children do: a child that collects the context runs its destructor, which
+joins threads the child does not have.
 
-    python tools/research/fork_after_compile.py [--solution PATH] [--collect] [--no-parent-compile]
+    python tools/research/fork_after_compile.py [--no-parent-compile] [--freeze] [--collect] [--timeout S]
 
---collect makes the child run a full garbage collection before it compiles (a large compile triggers one sooner
-or later; the kit's own smaller compiles on a CPU seldom do). Prints the child's verdict. On Triton 3.0/3.1 a
-solution that forks without freezing the parent's garbage gives "no child" (the child hangs in a thread join
-until the timeout) or "died" (SIGSEGV, as on the GPU); one that freezes it gives "compiled".
+--freeze: the parent freezes its garbage (gc.freeze) around the fork and the child collects nothing (gc.disable),
+as the kit's children now do. --collect: the child runs a full collection before it compiles (a large compile
+triggers one sooner or later). Prints the child's fate: on Triton 3.1 on a CPU the child hangs (cut off at the
+timeout; on an H200 it died of SIGSEGV); with --freeze, or without the parent's compile, it compiles.
 """
 import argparse
 import gc
-import sys
+import os
+import signal
 import time
-from pathlib import Path
 
-import torch
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-import harness  # noqa: E402
 
 
 @triton.jit
@@ -37,59 +35,56 @@ def _plus_one(v):
 
 
 @triton.jit
-def _other_kernel(out, BLOCK: tl.constexpr):
-    """Another solution's kernel: with helpers, so that MLIR's inliner works on several functions in parallel and
-    the context's thread pool starts its threads."""
+def _kernel(out, BLOCK: tl.constexpr):
     offsets = tl.arange(0, BLOCK)
     tl.store(out + offsets, _plus_one(_twice(offsets.to(tl.float32))))
 
 
-def compile_other(target, block):
-    if harness.version_tuple(triton.__version__) >= (3, 3):
-        source = ASTSource(_other_kernel, {"out": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": block})
+def compile_for(target, block):
+    version = tuple(int(p) for p in triton.__version__.split(".")[:2])
+    if version >= (3, 3):
+        source = ASTSource(_kernel, {"out": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": block})
     else:
-        source = ASTSource(_other_kernel, {0: "*fp32"}, constants={1: block})
+        source = ASTSource(_kernel, {0: "*fp32"}, constants={1: block})
     triton.compile(source, target=target)
-
-
-class Collecting:
-    """The solution's kernel, compiled after a full garbage collection in the child."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def warmup(self, *args, **kwargs):
-        gc.collect()
-        return self.kernel.warmup(*args, **kwargs)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--collect", action="store_true")
     parser.add_argument("--no-parent-compile", action="store_true")
-    parser.add_argument("--target", default="cuda:90")
-    parser.add_argument("--timeout", type=float, default=20.0, help="the child's deadline, seconds")
+    parser.add_argument("--freeze", action="store_true")
+    parser.add_argument("--collect", action="store_true")
+    parser.add_argument("--timeout", type=float, default=20.0)
     args = parser.parse_args()
-    backend, _, arch = args.target.partition(":")
-    target = GPUTarget(backend, int(arch) if arch.isdigit() else arch, 64 if backend == "hip" else 32)
-    solution = harness.load_solution(args.solution, name="solution_under_test")
-    solution.CHILD_COMPILE_TIMEOUT_S = args.timeout
+    target = GPUTarget("cuda", 90, 32)
     if not args.no_parent_compile:
-        compile_other(target, 128)
-    M = H = 128
-    launch = solution.launch_plan("nvidia" if backend == "cuda" else "amd", M, H, route="generic_per_element",
-                                  arch=90)["main"]
-    tensors = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32}
-    kernel_args = tuple(torch.zeros(M * H * 2, dtype=tensors[kind]) if kind in tensors else M
-                        for name, kind in solution.KERNEL_ARGUMENTS if name in launch.signature)
-    kernel = Collecting(launch.kernel) if args.collect else launch.kernel
-    begun = time.monotonic()
-    [(verdict, detail)] = solution._in_children(
-        [(kernel, kernel_args, launch.grid, {**launch.constexprs, **launch.options})], target, 0)
-    print(f"triton {triton.__version__}, {Path(args.solution).name}, parent compiled first: "
-          f"{not args.no_parent_compile}, child collects: {args.collect}: {verdict} {detail} "
-          f"({time.monotonic() - begun:.1f} s)")
+        compile_for(target, 128)
+    if args.freeze:
+        gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        if args.freeze:
+            gc.disable()
+        if args.collect:
+            gc.collect()
+        compile_for(target, 256)
+        os._exit(0)
+    if args.freeze:
+        gc.unfreeze()
+    begun, status = time.monotonic(), None
+    while status is None and time.monotonic() - begun < args.timeout:
+        done, reaped = os.waitpid(pid, os.WNOHANG)
+        status = reaped if done else time.sleep(0.01)
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        fate = f"hung (killed after {args.timeout:.0f} s)"
+    elif os.WIFSIGNALED(status):
+        fate = f"died of {signal.Signals(os.WTERMSIG(status)).name}"
+    else:
+        fate = "compiled" if os.WEXITSTATUS(status) == 0 else f"exited with {os.WEXITSTATUS(status)}"
+    print(f"triton {triton.__version__}; parent compiled first: {not args.no_parent_compile}; freeze: {args.freeze}; "
+          f"child collects first: {args.collect}: the child {fate} ({time.monotonic() - begun:.1f} s)")
 
 
 if __name__ == "__main__":

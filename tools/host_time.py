@@ -1,0 +1,85 @@
+"""Host time per call on a GPU: what the host spends on one call, beside an empty Triton kernel's JIT launch in the
+same process (the launch floor a call with one kernel cannot go below).
+
+    python tools/host_time.py [--solution PATH] [--route ROUTE] [--shape MxH] [--calls N] [--rounds R]
+                              [--label TEXT] [--json PATH]
+
+After a first call (compiles, proofs) and a warm-up, R rounds of N calls back to back, with no synchronize between
+them; a round's time over N is one figure, and the minimum over the rounds is reported (host_us), as for the empty
+kernel (empty_jit_us: a kernel of one store, launched through its JIT with one pointer argument). The GPU runs each
+call's kernel while the host issues the next: at 128x128 the kernel is far shorter than the host path, so the rounds
+time the host. --json appends {"triton", "route", "host_us", "empty_jit_us", "label", "solution", "shape"} to the list
+in PATH. GPU only; exit 2 without one.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import harness  # noqa: E402
+
+
+def rounds_min(fn, calls, rounds):
+    fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+        torch.cuda.synchronize()
+    return best * 1e6
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
+    parser.add_argument("--route")
+    parser.add_argument("--shape", default="128x128")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("host_time.py: no GPU here; it times calls on one", file=sys.stderr)
+        return 2
+    if args.route:
+        os.environ["SILU_DOT_ROUTE"] = args.route
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def empty_kernel(out_ptr):
+        tl.store(out_ptr, 0.0)
+
+    M, H = (int(v) for v in args.shape.split("x"))
+    solution = harness.load_solution(args.solution, name="solution_timed")
+    x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
+    out = harness.new_outputs(M, H, device="cuda")
+    call = lambda: solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)  # noqa: E731
+    call()
+    route = harness.route_name(solution, "cuda")
+    sink = torch.empty(1, device="cuda")
+    empty = lambda: empty_kernel[(1,)](sink)  # noqa: E731
+    host_us = rounds_min(call, args.calls, args.rounds)
+    empty_us = rounds_min(empty, args.calls, args.rounds)
+    record = {"triton": triton.__version__, "route": route, "host_us": round(host_us, 2),
+              "empty_jit_us": round(empty_us, 2), "ratio": round(host_us / empty_us, 3), "label": args.label,
+              "solution": Path(args.solution).name, "shape": args.shape}
+    print(json.dumps(record))
+    if args.json:
+        path = Path(args.json)
+        records = json.loads(path.read_text()) if path.exists() else []
+        path.write_text(json.dumps(records + [record], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
