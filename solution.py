@@ -2295,17 +2295,19 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
         checked = _check_layout(tensors, group_size)
         if signature is not None:
             _checked[signature] = checked
-    M, H, strides, index_64, sizes = checked
+    M, H, strides, index_64, sizes, apart = checked
     addresses = (x.data_ptr(), grad_y.data_ptr(), grad_input_q.data_ptr(), grad_input_s.data_ptr(), y_q_t.data_ptr(),
                  y_s_t.data_ptr())
-    if sizes is not None:  # None for meta tensors, which hold no memory: every data_ptr() is 0
+    if sizes is not None and addresses != apart[0]:  # sizes None: meta tensors, whose every data_ptr() is 0
         _check_outputs_apart(addresses, sizes)
+        apart[0] = addresses  # the last addresses found apart with these sizes
     return M, H, strides, index_64, addresses
 
 
 def _check_layout(tensors, group_size):
     """The rules on a call's tensors, all but whether outputs share memory: (M, H, the six row strides, whether
-    offsets need 64 bits, the bytes from each tensor's first element to its last, None for meta tensors)."""
+    offsets need 64 bits, the bytes from each tensor's first element to its last (None for meta tensors), a slot for
+    the last addresses found apart)."""
     x = tensors[0]
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
@@ -2325,7 +2327,7 @@ def _check_layout(tensors, group_size):
         strides.append(row_stride)
         span = max(span, elements)
         sizes.append(elements * t.element_size())
-    return M, H, tuple(strides), span > 2**31, None if x.is_meta else tuple(sizes)
+    return M, H, tuple(strides), span > 2**31, None if x.is_meta else tuple(sizes), [None]
 
 
 _checked = {}  # the signature of a call's tensors: what _check_layout found of them

@@ -6,7 +6,8 @@ same process (the launch floor a call with one kernel cannot go below).
 
 After a first call (compiles, proofs) and a warm-up, R rounds of N calls back to back, with no synchronize between
 them; a round's time over N is one figure, and the minimum over the rounds is reported (host_us), as for the empty
-kernel (empty_jit_us: a kernel of one store, launched through its JIT with one pointer argument). The GPU runs each
+kernel (empty_jit_us: a kernel of one store, launched through its JIT with one pointer argument), timed in the same
+rounds, after the call's N each time. The GPU runs each
 call's kernel while the host issues the next: at 128x128 the kernel is far shorter than the host path, so the rounds
 time the host. --json appends {"triton", "route", "host_us", "empty_jit_us", "label", "solution", "shape"} to the list
 in PATH. GPU only; exit 2 without one.
@@ -24,17 +25,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
 
 
-def rounds_min(fn, calls, rounds):
-    fn()
+def rounds_min(fns, calls, rounds):
+    """The minimum over rounds of each function's time per call, in microseconds: each round times every function
+    in turn, so that a drift in the machine hits them alike."""
+    best = [float("inf")] * len(fns)
+    for fn in fns:
+        fn()
     torch.cuda.synchronize()
-    best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-        torch.cuda.synchronize()
-    return best * 1e6
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - start) / calls)
+            torch.cuda.synchronize()
+    return [b * 1e6 for b in best]
 
 
 def main(argv=None):
@@ -68,8 +73,7 @@ def main(argv=None):
     route = harness.route_name(solution, "cuda")
     sink = torch.empty(1, device="cuda")
     empty = lambda: empty_kernel[(1,)](sink)  # noqa: E731
-    host_us = rounds_min(call, args.calls, args.rounds)
-    empty_us = rounds_min(empty, args.calls, args.rounds)
+    host_us, empty_us = rounds_min([call, empty], args.calls, args.rounds)
     record = {"triton": triton.__version__, "route": route, "host_us": round(host_us, 2),
               "empty_jit_us": round(empty_us, 2), "ratio": round(host_us / empty_us, 3), "label": args.label,
               "solution": Path(args.solution).name, "shape": args.shape}
