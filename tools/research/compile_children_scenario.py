@@ -10,8 +10,9 @@ benches the two side by side would, each run a fresh process with an empty Trito
 A run keeps its rung where no rung was left, no call raised and every kit call's outputs equal the reference's
 byte for byte (a NaN equal to any NaN). Prints a line a run and the summary; --json appends
 {"triton", "ladder", "runs", "kept", "commit", "runs_detail"} to the list in PATH.
-The other solution is this file's two plain kernels (4 warps, tl.sigmoid, a helper each), written for this
-scenario: what matters is only that a JIT compiles them in this process.
+The other solution is this file's two plain kernels (4 warps, tl.sigmoid, a helper each, the shape as constexprs so
+that each shape compiles them again), written for this scenario: what matters is only that a JIT compiles them in
+this process just before the kit's first call at a new shape, leaving its MLIR contexts to the garbage collector.
 """
 import argparse
 import json
@@ -41,7 +42,7 @@ def _quantized(v, gq_ptrs, gs_ptr):
 
 
 @triton.jit
-def _other_grad_kernel(x_ptr, gy_ptr, gq_ptr, gs_ptr, H, BLOCK: tl.constexpr):
+def _other_grad_kernel(x_ptr, gy_ptr, gq_ptr, gs_ptr, H: tl.constexpr, BLOCK: tl.constexpr):
     row, group = tl.program_id(0), tl.program_id(1)
     cols = group * BLOCK + tl.arange(0, BLOCK)
     gate = tl.load(x_ptr + row * 2 * H + cols).to(tl.float32)
@@ -56,7 +57,7 @@ def _other_grad_kernel(x_ptr, gy_ptr, gq_ptr, gs_ptr, H, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _other_y_kernel(x_ptr, yq_ptr, ys_ptr, M, H, BLOCK: tl.constexpr):
+def _other_y_kernel(x_ptr, yq_ptr, ys_ptr, M: tl.constexpr, H: tl.constexpr, BLOCK: tl.constexpr):
     token_group, channel_block = tl.program_id(0), tl.program_id(1)
     tokens = token_group * BLOCK + tl.arange(0, BLOCK)
     channels = channel_block * BLOCK + tl.arange(0, BLOCK)
