@@ -4,6 +4,7 @@ import json
 import math
 import os
 import statistics
+import time
 
 import pytest
 import torch
@@ -164,6 +165,103 @@ def test_shape_line_figures_and_failing_solution():
     assert line.split()[3:7] == ["100.0", "40.0", "5.0", "10.0"]
     assert line.split()[7] == "10.00"
     assert "FAILS CHECK" in line
+
+
+# ---------------------------------------------------------------- the host-clock modes, on a stand-in device
+
+class StandInDevice:
+    """A solution and its stream on the CPU: each call sleeps host_s (its host path), then queues device_s of
+    work, which starts when the call's host path ends or the work queued before it ends, whichever is later;
+    synchronize() sleeps until the queue is empty. The first slow_first calls' host paths take slow_s instead."""
+
+    def __init__(self, host_s, device_s, slow_first=0, slow_s=0.0):
+        self.host_s, self.device_s, self.slow_first, self.slow_s = host_s, device_s, slow_first, slow_s
+        self.busy_until, self.calls, self.args = 0.0, 0, []
+
+    def solution(self, x, gy, *outs):
+        self.calls += 1
+        time.sleep(self.slow_s if self.calls <= self.slow_first else self.host_s)
+        self.busy_until = max(time.perf_counter(), self.busy_until) + self.device_s
+        self.args.append((x, gy))
+
+    def synchronize(self):
+        delay = self.busy_until - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+
+
+HOST_S, DEVICE_S, CALLS = 0.002, 0.006, 10
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    device = StandInDevice(HOST_S, DEVICE_S)
+    monkeypatch.setattr(torch.cuda, "synchronize", device.synchronize)
+    for mode in bench.MODES:
+        monkeypatch.setitem(bench.MODE_CALLS, mode, CALLS)
+    return device
+
+
+def test_the_modes_call_counts_are_the_stated_defaults():
+    assert bench.MODES == ("host-timed", "cloned", "back-to-back", "host-us")
+    assert bench.MODE_CALLS == {"host-timed": 50, "cloned": 50, "back-to-back": 200, "host-us": 200}
+
+
+def _mode_us(mode, device):
+    x, gy = torch.ones(2, 4), torch.zeros(2, 2)
+    us = bench.mode_us(mode, device.solution, x, gy, ())
+    return us, x, gy
+
+
+def test_host_timed_holds_the_host_path_and_the_device_work_of_one_call(stand_in):
+    us, x, gy = _mode_us("host-timed", stand_in)
+    # synchronize, call (2 ms host, then 6 ms queued), synchronize: 8 ms, never less.
+    assert 1e6 * (HOST_S + DEVICE_S) <= us < 1e6 * (HOST_S + DEVICE_S) * 1.5
+    assert stand_in.calls == CALLS + 1  # one warm-up, untimed
+    assert all(a is x and b is gy for a, b in stand_in.args)  # the inputs made before, never copied
+
+
+def test_host_timed_is_the_median_not_the_mean(monkeypatch):
+    # The warm-up and the first two timed calls take 40 ms of host time: the median of 10 does not see them.
+    device = StandInDevice(HOST_S, DEVICE_S, slow_first=3, slow_s=0.04)
+    monkeypatch.setattr(torch.cuda, "synchronize", device.synchronize)
+    monkeypatch.setitem(bench.MODE_CALLS, "host-timed", CALLS)
+    us, _, _ = _mode_us("host-timed", device)
+    assert us < 1e6 * (HOST_S + DEVICE_S) * 1.5
+
+
+def test_cloned_calls_on_copies_made_inside_the_timed_region(stand_in):
+    us, x, gy = _mode_us("cloned", stand_in)
+    assert 1e6 * (HOST_S + DEVICE_S) <= us < 1e6 * (HOST_S + DEVICE_S) * 1.5
+    assert len(stand_in.args) == CALLS + 1
+    for a, b in stand_in.args:
+        assert a is not x and b is not gy and torch.equal(a, x) and torch.equal(b, gy)
+
+
+def test_back_to_back_overlaps_the_host_path_with_the_device_work_before_it(stand_in):
+    us, _, _ = _mode_us("back-to-back", stand_in)
+    # The device is the slower: 6 ms a call, plus one host path (2 ms) before the first work is queued, over 10.
+    assert 1e6 * DEVICE_S <= us < 1e6 * (DEVICE_S + HOST_S / CALLS) * 1.05
+
+
+def test_host_us_times_the_host_path_only(stand_in):
+    us, _, _ = _mode_us("host-us", stand_in)
+    assert 1e6 * HOST_S <= us < 1e6 * DEVICE_S / 2
+    assert stand_in.busy_until <= time.perf_counter()  # the device was waited for before it returned
+
+
+def test_host_us_per_call_times_its_own_inputs_of_the_shape(stand_in, monkeypatch):
+    real_make_inputs, real_new_outputs = harness.make_inputs, harness.new_outputs
+    monkeypatch.setattr(harness, "make_inputs", lambda M, H, seed, family, device: real_make_inputs(M, H, seed, family))
+    monkeypatch.setattr(harness, "new_outputs", lambda M, H, device="cpu": real_new_outputs(M, H))
+    us = bench.host_us_per_call(stand_in.solution, 128, 256, calls=CALLS)
+    assert 1e6 * HOST_S <= us < 1e6 * DEVICE_S / 2
+    assert [tuple(x.shape) for x, _ in stand_in.args] == [(128, 512)] * (CALLS + 1)
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="unknown mode 'host us'"):
+        bench.mode_us("host us", lambda *args: None, None, None, ())
 
 
 # ---------------------------------------------------------------- main, GPU timings faked
