@@ -1,7 +1,7 @@
 """Times a solution against the reference on the benchmark shapes (GPU only).
 
     python bench.py [--solution PATH] [--baseline PATH] [--shapes GROUP|MxH|ExTxH ...] [--repeat N]
-                    [--route ROUTE] [--baseline-route ROUTE] [--json PATH]
+                    [--route ROUTE] [--baseline-route ROUTE] [--modes MODE ...] [--json PATH]
 
 Each time is triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") (measure.py
 holds the settings): warmup and rep are milliseconds, and do_bench clears L2 (writes a 256 MB
@@ -66,6 +66,11 @@ import torch
 import harness
 import measure
 
+# The host-clock modes: how a judge may time a call, beside do_bench (the module's docstring says what each is).
+# Each is timed after one untimed warm-up call, on inputs and outputs made before it.
+MODES = ("host-timed", "cloned", "back-to-back", "host-us")
+MODE_CALLS = {"host-timed": 50, "cloned": 50, "back-to-back": 200, "host-us": 200}
+
 # ---------------------------------------------------------------- command line
 
 def parse_args(argv=None):
@@ -86,12 +91,25 @@ def parse_args(argv=None):
                         "solution chooses)")
     parser.add_argument("--baseline-route", metavar="ROUTE",
                         help="force one of the baseline's ROUTES (default: the baseline chooses)")
+    parser.add_argument("--modes", nargs="+", type=mode_name, metavar="MODE",
+                        help=f"the host-clock modes timed beside do_bench: any of {', '.join(MODES)}, or none "
+                        "(default: all)")
     parser.add_argument("--json", type=harness.json_destination, metavar="PATH",
                         help="write the record here (into a folder that exists)")
     args = parser.parse_args(argv)
     if args.baseline_route and not args.baseline:
         parser.error("argument --baseline-route: there is no --baseline to force it on")
+    if args.modes and "none" in args.modes and len(set(args.modes)) > 1:
+        parser.error("argument --modes: none times no mode, so it takes no other")
+    args.modes = [mode for mode in MODES if args.modes is None or mode in args.modes]
     return args
+
+
+def mode_name(text):
+    """argparse type of a --modes word: one of MODES, or none (do_bench alone, as before the modes)."""
+    if text not in (*MODES, "none"):
+        raise argparse.ArgumentTypeError(f"unknown mode {text!r}; expected {', '.join(MODES)} or none")
+    return text
 
 
 def load_solutions(args):
@@ -276,11 +294,6 @@ def spread_line(label, spreads, names):
 
 
 # ---------------------------------------------------------------- GPU
-
-# The host-clock modes: how a judge may time a call, beside do_bench (the module's docstring says what each is).
-# Each is timed after one untimed warm-up call, on inputs and outputs made before it.
-MODES = ("host-timed", "cloned", "back-to-back", "host-us")
-MODE_CALLS = {"host-timed": 50, "cloned": 50, "back-to-back": 200, "host-us": 200}
 
 
 def synchronized_median_us(call, calls):

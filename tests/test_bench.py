@@ -31,6 +31,28 @@ def test_repeat_defaults_to_one_round():
     assert bench.parse_args(["--repeat", "5"]).repeat == 5
 
 
+def test_modes_default_to_all_and_a_choice_is_kept_in_their_order():
+    assert bench.parse_args([]).modes == list(bench.MODES)
+    assert bench.parse_args(["--modes", "host-us", "cloned", "host-us"]).modes == ["cloned", "host-us"]
+    assert bench.parse_args(["--modes", "none"]).modes == []
+    assert bench.parse_args(["--modes", "none", "none"]).modes == []
+
+
+@pytest.mark.parametrize("words, message", [
+    (["host us"], "argument --modes: unknown mode 'host us'; expected host-timed, cloned, back-to-back, host-us "
+                  "or none"),
+    (["cloned", "do_bench"], "argument --modes: unknown mode 'do_bench'; expected"),
+    (["none", "cloned"], "argument --modes: none times no mode, so it takes no other"),
+    ([], "argument --modes: expected at least one argument"),
+])
+def test_a_bad_modes_argument_is_one_line_and_exits_2(words, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--modes", *words])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bench.py: error: {message}") and err.count("\n") == 1
+
+
 def test_a_route_is_refused_unless_the_solution_has_it(capsys):
     import solution
     assert bench.main(["--route", "intel"]) == 2
