@@ -4,6 +4,8 @@ Every time is triton.testing.do_bench with the settings below; do_bench clears L
 timed call by writing a buffer of L2_CLEAR_BYTES. Importing this module needs no GPU (triton is
 imported inside the functions that time).
 """
+import statistics
+
 import torch
 
 WARMUP_MS = 25
@@ -41,6 +43,27 @@ def copy_bandwidth_gbps():
     """GB/s of a 1 GiB device-to-device copy, bytes read plus bytes written."""
     n_bytes = 2 * 2**30
     return n_bytes / (same_bytes_copy_us(n_bytes) * 1e-6) / 1e9
+
+
+def l2_clear_us(reps=20, n_bytes=L2_CLEAR_BYTES, device="cuda"):
+    """Device time in microseconds of do_bench's L2 clear: zero_() of an int32 buffer of n_bytes, as triton's
+    driver clears its benchmark buffer before every timed call; the median of reps clears, each between two
+    CUDA events, after one untimed clear. bench.py compares a call's host time with it: do_bench records its
+    start event right after queueing the clear, so a call whose host path outlasts the clear launches its
+    kernel after the start event has fired, and the GPU's wait for it is timed."""
+    buffer = torch.empty(n_bytes // 4, dtype=torch.int32, device=device)
+    buffer.zero_()
+    pairs = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        buffer.zero_()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    us = statistics.median(start.elapsed_time(end) * 1e3 for start, end in pairs)
+    del buffer
+    return us
 
 
 def device_activity(events):

@@ -131,6 +131,15 @@ def test_a_baseline_route_without_a_baseline_is_refused():
                           "argument --baseline-route: there is no --baseline")
 
 
+@pytest.mark.parametrize("words, message", [(["host us"], "unknown mode 'host us'; expected host-timed, cloned, "
+                                                           "back-to-back, host-us or none"),
+                                            (["none", "host-us"], "none times no mode, so it takes no other")])
+def test_a_bad_bench_mode_is_one_line(words, message):
+    proc = run("bench.py", "--modes", *words, *TINY[:2])
+    assert_one_line_error(proc, "bench.py", 2, f"argument --modes: {message}")
+    assert proc.stdout == ""
+
+
 @pytest.mark.parametrize("tool", ["check.py", "bench.py"])
 def test_json_into_a_missing_folder_is_refused_before_anything_runs(tool, tmp_path):
     destination = tmp_path / "new" / "dir" / "x.json"
