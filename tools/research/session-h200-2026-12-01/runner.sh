@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU runs of the session of 2026-12-01 (compile children, host path), through the device tool, from the repository
-# root. usage: tools/research/session_h200_2026_12_01.sh XY STEP...
+# root. usage: tools/research/session-h200-2026-12-01/runner.sh XY STEP...
 #   XY: 30, 31 or 35 (Triton from .whl/tXY0.part.*, packed by ../shared/tools/triton_parts.sh) or 36 (the machine's).
 #   .lab/base.py: the release before the change (d1e91f9); .lab/commit: the commit of the working tree.
 # Records land in $OUT/v, packed into one tarball at the end.
@@ -20,6 +20,7 @@ for step in "$@"; do case $step in
  host) for r in "" nvidia_per_element native_per_element; do for sol in solution.py .lab/base.py; do
      c=$commit; [ $sol = .lab/base.py ] && c=d1e91f9
      run host-${r:-auto}-$c python3 tools/host_time.py --solution $sol ${r:+--route $r} --label $c --json "$OUT/v/host-$tag.json"; done; done ;;
+ profile) for r in "" native_per_element; do run profile-${r:-auto} python3 tools/research/session-h200-2026-12-01/host_profile.py ${r:+--route $r}; done ;;
  abort) run abort python3 -m pytest -q -p no:cacheprovider tests/test_compile_failures.py ;;
  strict) strict_checks ;;
  cold) run cold-$commit python3 tools/cold_start.py --runs 2
