@@ -3422,9 +3422,10 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
                 addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
             if ready is not None:
                 args = (*tensors, device.table, scratch, M, H, *strides)
-                for run, indices, constexprs in ready[1]:
-                    run(*(args if indices is None else [args[i] for i in indices]), *constexprs, stream=stream)
-                return ready[0]
+                for kernel, grid, indices, constexprs in ready:
+                    kernel[grid](*(args if indices is None else [args[i] for i in indices]), *constexprs,
+                                 stream=stream)
+                return kernel
     key = (M, H, index_64, settings)
     device = _device(x, key)
     if device.module is not None and device.index != device.module.current_device():
@@ -3452,10 +3453,10 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
         return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
     kernel, direct = _launch_all(found, args, specialization, device, stream)
     if direct and stream is not None:
-        # (the last kernel, (its launcher for its grid, made once, the indices of its arguments, its constexprs) each)
-        device.ready[(M, H, settings, specialization)] = (kernel, tuple(
-            (compiled[specialization][planned.grid], None if len(indices) == len(args) else indices,
-             compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found))
+        # (its compiled kernel, its grid, the indices of its arguments (None: all), its constexprs) of each launch
+        device.ready[(M, H, settings, specialization)] = tuple(
+            (compiled[specialization], planned.grid, None if len(indices) == len(args) else indices,
+             compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found)
     return kernel
 
 

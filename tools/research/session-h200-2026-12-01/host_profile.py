@@ -5,8 +5,8 @@ loops of N, the minimum of R rounds, microseconds:
     python tools/research/session-h200-2026-12-01/host_profile.py [--solution PATH] [--route ROUTE] [--calls N]
 
 call: the whole public call, back to back; check: _check_inputs; stream: _current_stream; scratch:
-_Device.scratch_for; key: _specialization and the ready lookup; launch: the ready launchers alone (Triton's
-runner, then its C launcher); c_launcher: CompiledKernel.run called directly, hooks none; and the empty kernel's
+_Device.scratch_for; key: _specialization and the ready lookup; launch: the ready launches alone (CompiledKernel[grid],
+its runner, its C launcher); c_launcher: CompiledKernel.run called directly, hooks none; and the empty kernel's
 JIT launch, its runner, its C launcher.
 """
 import argparse
@@ -74,25 +74,22 @@ def main():
     call_args = (*tensors, device.table, scratch, M, H, *strides)
 
     def launch():
-        for run, indices, constexprs in ready[1]:
-            run(*(call_args if indices is None else [call_args[i] for i in indices]), *constexprs, stream=stream)
+        for kernel, grid, indices, constexprs in ready:
+            kernel[grid](*(call_args if indices is None else [call_args[i] for i in indices]), *constexprs,
+                         stream=stream)
     parts["launch"] = best(launch, n)
-    kernel = ready[0]
-    grid = [e[0] for e in ready[1]]
-    run_args = call_args if ready[1][-1][1] is None else [call_args[i] for i in ready[1][-1][1]]
-    constexprs = ready[1][-1][2]
-    g = s.launch_plan  # noqa: F841  (the grid: from the runner's closure is not reachable; one program at 128x128)
-    parts["c_launcher"] = best(lambda: kernel.run(1, 1, 1, stream, kernel.function, kernel.packed_metadata, None,
+    kernel, grid, indices, constexprs = ready[-1]
+    run_args = call_args if indices is None else [call_args[i] for i in indices]
+    parts["c_launcher"] = best(lambda: kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None,
                                                   None, None, *run_args, *constexprs), n)
     sink = torch.empty(1, device="cuda")
     parts["empty_jit"] = best(lambda: _empty_kernel[(1,)](sink), n)
     empty = _empty_kernel[(1,)](sink)
-    runner = empty[(1,)]
-    parts["empty_runner"] = best(lambda: runner(sink, stream=stream), n)
+    parts["empty_runner"] = best(lambda: empty[(1, 1, 1)](sink, stream=stream), n)
     parts["empty_c_launcher"] = best(lambda: empty.run(1, 1, 1, stream, empty.function, empty.packed_metadata, None,
                                                        None, None, sink), n)
     print(json.dumps({"triton": triton.__version__, "route": harness.route_name(s, "cuda"),
-                      "solution": Path(args.solution).name, "launches": len(grid), **parts}))
+                      "solution": Path(args.solution).name, "launches": len(ready), **parts}))
 
 
 if __name__ == "__main__":
