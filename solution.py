@@ -2458,7 +2458,8 @@ class _Device:
         self.proof_launches = {}  # shape key: {name: launch} of the proofs' launches planned with the call's
         self.settings = {}  # shape key: the LaunchSettings its launches were planned with
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
-        self.ready = {}  # a call's key (_ready_key): its launches, ready to run (_launch_ready)
+        self.ready = {}  # (M, H, settings, specialization) of a call proven and launched directly: its launches
+        self.last_ready = None  # (the call, its scratch, its launches) of the last call launched from ready
         self.scratch = {}  # (stream, thread): the scratch of the calls it makes there, the largest asked for
         # Calls proven at their key launch their compiled kernels straight away where the key covers the JIT's.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
@@ -2506,6 +2507,7 @@ class _Device:
         self.left += [(r, why) for r in failed]
         for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven, self.ready):
             found_for_the_rung.clear()  # every shape takes the next rung, and is proven again there
+        self.last_ready = None
         warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} route{'s' if len(failed) > 1 else ''} "
                       f"on this {self.backend.name} device: {why}; taking the {self.route} route", RuntimeWarning,
                       stacklevel=5)
@@ -3417,9 +3419,16 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     if device is not None and device.launches_ready:
         stream = _current_stream(device)
         if stream is not None:
-            scratch = device.scratch_for(stream, M * H)
-            ready = device.ready.get((M, H, settings, _specialization(
-                addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
+            call = (M, H, settings, strides, addresses, stream, threading.get_ident())
+            last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
+            if last is not None and last[0] == call:
+                _, scratch, ready = last
+            else:
+                scratch = device.scratch_for(stream, M * H)
+                ready = device.ready.get((M, H, settings, _specialization(
+                    addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
+                if ready is not None:
+                    device.last_ready = (call, scratch, ready)
             if ready is not None:
                 args = (*tensors, device.table, scratch, M, H, *strides)
                 for kernel, grid, indices, constexprs in ready:
