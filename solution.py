@@ -3430,10 +3430,10 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
                 if ready is not None:
                     device.last_ready = (call, scratch, ready)
             if ready is not None:
-                args = (*tensors, device.table, scratch, M, H, *strides)
+                ready_args = (*tensors, device.table, scratch, M, H, *strides)
                 for kernel, grid, indices, constexprs in ready:
-                    kernel[grid](*(args if indices is None else [args[i] for i in indices]), *constexprs,
-                                 stream=stream)
+                    kernel[grid](*(ready_args if indices is None else [ready_args[i] for i in indices]),
+                                 *constexprs, stream=stream)
                 return kernel
     key = (M, H, index_64, settings)
     device = _device(x, key)

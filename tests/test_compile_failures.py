@@ -168,7 +168,7 @@ class _Garbage:
 
     def __del__(self):
         if os.getpid() != self.maker:
-            os.kill(os.getpid(), 11)
+            os._exit(70)  # dies: an exit before the child tells its verdict (a signal would print a fault's trace)
 
 
 class _CollectsFirst:
