@@ -137,21 +137,23 @@ class _StandInBinary:
 
 def test_a_binary_is_launched_only_on_arguments_of_the_key_its_jit_compiled_it_for(monkeypatch):
     """Iluvatar's JIT keys pointers on 64-byte alignment and integers on % 8: a call whose pointers are 16- but not
-    64-byte aligned, or whose stride is a multiple of 16 but another multiple of 8, must not run a binary compiled for
-    the other. Upstream's key (16 bytes, % 16) would have run the first call's binary on both."""
+    64-byte aligned, or whose stride is a multiple of 8 where another's is not (neither a multiple of 16), must not run a
+    binary compiled for the other. Upstream's key (16 bytes, % 16) runs the first binary on both: d1e91f9 did
+    (results/session-h200-2026-12-01/jit-key-standin-d1e91f9-cpu.txt)."""
     monkeypatch.setattr(solution, "_INTERPRET", False)
     jit = _StandInJit()
     launch = solution.KernelLaunch("main", jit, (1,), {"x_ptr": "*bf16", "stride_x": "i32"}, {}, {})
     device = types.SimpleNamespace(backend=solution.BACKENDS["iluvatar"])
     buf = torch.zeros(4096, dtype=torch.bfloat16)
     found = [(launch, (0, 1), {}, set())]
-    for tensor, stride in ((buf[0:], 256), (buf[8:], 256), (buf[0:], 272), (buf[8:], 264), (buf[0:], 256)):
+    for tensor, stride in ((buf[0:], 256), (buf[8:], 256), (buf[0:], 272), (buf[0:], 264), (buf[0:], 260),
+                           (buf[0:], 256)):
         args = (tensor, stride)
         specialization = solution._specialization((tensor.data_ptr(),), (stride,))
         for _ in range(2):  # a JIT launch, then a direct one
             solution._launch_all(found, args, specialization, device)
     assert jit.wrong == []
-    assert len(found[0][2]) == 4  # one binary a key: the first and the last call share one
+    assert len(found[0][2]) == 5  # one binary a key: the first and the last call share one
 
 
 def test_h_not_multiple_of_128_is_rejected():
