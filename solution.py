@@ -2460,7 +2460,9 @@ class _Device:
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         self.ready = {}  # (M, H, settings, specialization) of a call proven and launched directly: its launches
         self.last_ready = None  # (the call, its scratch, its launches) of the last call launched from ready
-        self.scratch = {}  # (stream, thread): the scratch of the calls it makes there, the largest asked for
+        self.scratch = threading.local()  # by_stream: {stream: the scratch of this thread's calls there}
+        capturing = getattr(self.module, "is_current_stream_capturing", None)
+        self.capturing = capturing if callable(capturing) else lambda: False
         # Calls proven at their key launch their compiled kernels straight away where the key covers the JIT's.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
                                and not self.specializes_on_storage_size)
@@ -2479,13 +2481,18 @@ class _Device:
         return self.routes[0]
 
     def scratch_for(self, stream, elements):
-        """The scratch of a call on stream from this thread, at least elements long: kept for the next call there,
-        which the stream orders after this one (a thread of its own, as a two-pass rung's kernels hand y over in
-        it)."""
-        key = (stream, threading.get_ident())
-        scratch = self.scratch.get(key)
-        if scratch is None or scratch.numel() < elements:
-            scratch = self.scratch[key] = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
+        """The scratch of a call on stream, at least elements long. Kept for this thread's next call on the same stream,
+        which the stream orders after this one (a thread of its own: a two-pass rung's two kernels hand y over in it);
+        a new one each call where the stream is not known (None) or is being captured into a graph (a graph keeps the
+        memory it captured, from its own pool)."""
+        kept = getattr(self.scratch, "by_stream", None)
+        if kept is None:
+            kept = self.scratch.by_stream = {}
+        scratch = kept.get(stream)
+        if scratch is None or scratch.numel() < elements or stream is None or self.capturing():
+            scratch = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
+            if stream is not None and not self.capturing():
+                kept[stream] = scratch
         return scratch
 
     def _plan(self, M, H, index_64=False, settings=None, resident=None):
@@ -3009,6 +3016,7 @@ class _ChildDriver:
 # the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
 CHILD_COMPILE_TIMEOUT_S = 30
 _no_children = []  # why children no longer compile in this process (empty while they do)
+_forking = threading.Lock()
 
 
 def _in_children(jobs, target, index, meanwhile=None):
@@ -3022,13 +3030,14 @@ def _in_children(jobs, target, index, meanwhile=None):
     # would run its destructors without the threads they join (Triton 3.0 and 3.1 leave MLIR contexts, each with a
     # thread pool, to the collector; a child that frees one dies of SIGSEGV, or hangs).
     freeze = getattr(gc, "freeze", None)
-    if freeze is not None:
-        freeze()
-    try:
-        started = [_start_child(*job, target, index) for job in jobs]
-    finally:
+    with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
-            gc.unfreeze()
+            freeze()
+        try:
+            started = [_start_child(*job, target, index) for job in jobs]
+        finally:
+            if freeze is not None:
+                gc.unfreeze()
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
     verdicts = {}
 
@@ -3196,7 +3205,7 @@ def _keys_before_fork(kernels):
 def _compile_in_children(pairs, target, index, meanwhile=None):
     """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so that a compiler
     that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A child's
-    death is the kernel's only where the kernel kills a fresh interpreter's compile too (_in_fresh_interpreter): then
+    death is the kernel's only where the kernel kills a fresh interpreter's compile too (_in_fresh_interpreters): then
     this raises KernelFailure "kills its compiler" for that launch. Where it compiles there, the death was this
     process's, not the kernel's; and where no child can compile (no fork, no target, a sandbox, a timeout, a JIT that
     asks the driver for more), this process compiles alone from then on, with one warning a process, and no rung is
@@ -3217,13 +3226,15 @@ def _compile_in_children(pairs, target, index, meanwhile=None):
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
         unusable = [detail for verdict, detail in verdicts if verdict == "no child"]
         if dead:
+            fresh = _in_fresh_interpreters([jobs[i] for i in dead], target)
+            for i, (verdict, fresh_detail) in zip(dead, fresh):
+                launch, detail = pairs[i][0], verdicts[i][1]
+                if verdict == "died":
+                    raise KernelFailure("kills its compiler", f"{detail}; in a fresh interpreter too", launch)
+                if verdict != "compiled":
+                    raise KernelFailure("kills its compiler", f"{detail}; no fresh interpreter could tell whether "
+                                                              f"it is the kernel's doing ({fresh_detail})", launch)
             launch, detail = pairs[dead[0]][0], verdicts[dead[0]][1]
-            fresh, fresh_detail = _in_fresh_interpreter(*jobs[dead[0]], target, index)
-            if fresh == "died":
-                raise KernelFailure("kills its compiler", f"{detail}; in a fresh interpreter too", launch)
-            if fresh == "no child":
-                raise KernelFailure("kills its compiler", f"{detail}; no fresh interpreter could tell whether "
-                                                          f"it is the kernel's doing ({fresh_detail})", launch)
             why = (f"a child died compiling the {launch.name} kernel ({detail}), which a fresh interpreter "
                    f"compiles: the death was this process's")
         elif unusable:
@@ -3239,15 +3250,15 @@ def _compile_in_children(pairs, target, index, meanwhile=None):
 
 FRESH_COMPILE_TIMEOUT_S = 30
 
-# Run by _in_fresh_interpreter: reads (file, kernel name, target, arguments, grid, keyword arguments), loads the file
-# as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B as the compile begins,
+# Run by _in_fresh_interpreters: reads (file, kernel name, target, arguments, grid, keyword arguments, the caller's
+# Triton), loads the file as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B as the compile begins,
 # then C (compiled), R (the kernel's compile raised), A (its JIT asked the driver for more) or S (the set-up failed)
 # with why.
 _FRESH_COMPILE = """
 import ast, importlib.util, sys
 stage = "S"
 try:
-    path, name, (backend, arch, warp_size), described, grid, kwargs = ast.literal_eval(sys.stdin.read())
+    path, name, (backend, arch, warp_size), described, grid, kwargs, version = ast.literal_eval(sys.argv[1])
     import torch, triton
     from triton.backends.compiler import GPUTarget
     spec = importlib.util.spec_from_file_location("_silu_dot_fresh_compile", path)
@@ -3264,6 +3275,8 @@ try:
             args.append(buffer[skip:skip + 64 * size].view(dtype))
         else:
             args.append(arg)
+    if (triton.__version__, triton.__file__) != version:
+        raise RuntimeError(f"it imports Triton {triton.__version__} from {triton.__file__}, not the caller's")
     driver = module._ChildDriver(GPUTarget(backend, arch, warp_size), 0)
     if hasattr(triton.runtime.driver, "set_active"):
         triton.runtime.driver.set_active(driver)
@@ -3288,33 +3301,51 @@ def _described(arg):
     return arg
 
 
-def _in_fresh_interpreter(kernel, args, grid, kwargs, target, index):
-    """(verdict, detail) of compiling one kernel in a new Python process, which has compiled nothing before: "died"
-    (a signal or an exit before it told), "compiled" or "raised" (the parent's compile meets the same exception), or
-    "no child" where none could tell (no file holds the kernel, the process could not start, set up or finish in
-    FRESH_COMPILE_TIMEOUT_S). It takes the parent's Triton cache, where a compile leaves its binary for the parent."""
-    try:
-        fn = getattr(kernel, "fn", None)
-        path = sys.modules[fn.__module__].__file__
-        job = repr((path, fn.__name__, (target.backend, target.arch, target.warp_size),
-                    tuple(_described(a) for a in args), tuple(grid), kwargs))
-        ast.literal_eval(job)
-    except Exception as exc:
-        return "no child", f"the kernel cannot be named to a fresh interpreter ({type(exc).__name__}: {exc})"
+def _in_fresh_interpreters(jobs, target):
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a new Python process of its own, all
+    at once, each a process that has compiled nothing before, with this one's module path and Triton: "died" (a signal,
+    or an exit once its compile began), "compiled", or "no child" where it cannot tell (no file holds the kernel, the
+    process could not start or set up, its compile raised (this one's meets the same) or ran past
+    FRESH_COMPILE_TIMEOUT_S). Each takes this process's Triton cache, where a compile leaves its binary."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    try:
-        child = subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, env=env, start_new_session=True, text=True)
-    except Exception as exc:
-        return "no child", f"no fresh interpreter started ({type(exc).__name__}: {exc})"
-    try:
-        told, _ = child.communicate(job, timeout=FRESH_COMPILE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    started = []
+    for kernel, args, grid, kwargs in jobs:
         try:
-            os.killpg(child.pid, signal.SIGKILL)  # its compiler's tools with it
-        except OSError:
-            child.kill()
-        child.communicate()
+            fn = kernel.fn
+            job = repr((fn.__code__.co_filename, fn.__name__, (target.backend, target.arch, target.warp_size),
+                        tuple(_described(a) for a in args), tuple(grid), kwargs, (triton.__version__, triton.__file__)))
+            ast.literal_eval(job)
+        except Exception as exc:
+            started.append(f"the kernel cannot be named to a fresh interpreter ({type(exc).__name__}: {exc})")
+            continue
+        try:
+            child = subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE, job], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     start_new_session=True, text=True)
+        except Exception as exc:
+            started.append(f"no fresh interpreter started ({type(exc).__name__}: {exc})")
+            continue
+        started.append(child)
+    deadline = time.monotonic() + FRESH_COMPILE_TIMEOUT_S
+    try:
+        return [("no child", child) if isinstance(child, str) else _fresh_verdict(child, deadline)
+                for child in started]
+    finally:  # none outlives the call, whatever ended it
+        for child in started:
+            if not isinstance(child, str) and child.poll() is None:
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)  # its compiler's tools with it
+                except OSError:
+                    child.kill()
+                child.wait()
+
+
+def _fresh_verdict(child, deadline):
+    """The (verdict, detail) of one fresh interpreter of _in_fresh_interpreters, waited for until deadline."""
+    try:
+        told, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
         return "no child", f"a fresh interpreter's compile took over {FRESH_COMPILE_TIMEOUT_S} s"
     told = [line for line in told.splitlines() if line[:1] in "BCRAS" and line[1:2] in ("", " ")]
     verdict, _, detail = (told or [""])[-1].partition(" ")
@@ -3322,11 +3353,13 @@ def _in_fresh_interpreter(kernel, args, grid, kwargs, target, index):
         if child.returncode < 0:
             return "died", _death(signal_number=-child.returncode)
         return "died", _death(exit_code=child.returncode)
-    if verdict not in ("C", "R", "A", "S"):
-        return "no child", f"a fresh interpreter ended before its compile began (exit code {child.returncode})"
-    if verdict in ("C", "R"):
-        return ("compiled" if verdict == "C" else "raised"), detail
-    return "no child", f"a fresh interpreter could not set the compile up ({detail})"
+    if verdict == "C":
+        return "compiled", ""
+    if verdict == "R":
+        return "no child", f"a fresh interpreter's compile raised ({detail})"
+    if verdict in ("A", "S"):
+        return "no child", f"a fresh interpreter could not set the compile up ({detail})"
+    return "no child", f"a fresh interpreter ended before its compile began (exit code {child.returncode})"
 
 
 def resident_programs(kernel, device_index, warp_size):
@@ -3421,13 +3454,13 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
         if stream is not None:
             call = (M, H, settings, strides, addresses, stream, threading.get_ident())
             last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
-            if last is not None and last[0] == call:
+            if last is not None and last[0] == call and not device.capturing():
                 _, scratch, ready = last
             else:
                 scratch = device.scratch_for(stream, M * H)
                 ready = device.ready.get((M, H, settings, _specialization(
                     addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
-                if ready is not None:
+                if ready is not None and not device.capturing():
                     device.last_ready = (call, scratch, ready)
             if ready is not None:
                 ready_args = (*tensors, device.table, scratch, M, H, *strides)
