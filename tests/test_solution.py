@@ -609,3 +609,57 @@ def test_a_proofs_run_stamp_compiles_no_binary_of_its_own():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=harness.ROOT, env=env,
                           timeout=300)
     assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+class _RecordingKernel:
+    """A compiled kernel that records each launch: its grid, its arguments, its stream."""
+
+    def __init__(self):
+        self.launches = []
+
+    def __getitem__(self, grid):
+        return lambda *args, stream: self.launches.append((grid, args, stream))
+
+
+def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_own_arguments(monkeypatch):
+    """The ready path (a GPU's, after a key's first direct launch), on a stand-in device: a call whose key is ready
+    launches the kernel kept for it, on the driver's stream, with its own tensors, the device's table, the scratch kept
+    for its stream and its strides; a second call with the same arguments finds it through the memo; one being
+    captured into a graph takes a scratch of its own and leaves the memo alone; another alignment is not ready."""
+    M, H = 128, 256
+    x, gy = harness.make_inputs(M, H, seed=2)
+    out = harness.new_outputs(M, H)
+    kernel = _RecordingKernel()
+    capturing = []
+    device = types.SimpleNamespace(launches_ready=True, last_ready=None, ready={}, index=0,
+                                   table=torch.zeros(8), capturing=lambda: bool(capturing),
+                                   scratch=types.SimpleNamespace(), module=None)
+    device.scratch_for = types.MethodType(solution._Device.scratch_for, device)
+    monkeypatch.setitem(solution._devices, x.get_device(), device)
+    monkeypatch.setattr(solution, "_current_stream", lambda device: 7)
+    _, _, strides, _, addresses = solution._check_inputs(x, gy, *out, 128)
+    scratch = device.scratch_for(7, M * H)
+    key = (M, H, None, solution._specialization(addresses + (device.table.data_ptr(), scratch.data_ptr()), strides))
+    device.ready[key] = ((kernel, (2, 1, 1), None, (5,)),)
+    for _ in range(2):
+        assert solution.launch(x, gy, *out) is kernel
+    assert device.last_ready[1] is scratch
+    expected = ((2, 1, 1), (x, gy, *out, device.table, scratch, M, H, *strides, 5), 7)
+    assert len(kernel.launches) == 2
+    assert all(grid == expected[0] and stream == 7 and len(args) == len(expected[1])
+               and all(a is b for a, b in zip(args, expected[1])) for grid, args, stream in kernel.launches)
+    capturing.append(True)
+    device.last_ready = None
+    monkeypatch.setattr(solution, "_device", lambda *a: pytest.fail("a ready call took the long way"))
+    try:
+        solution.launch(x, gy, *out)  # the captured call's scratch is its own: its key is another's unless aligned
+    except BaseException as exc:  # not ready at its fresh scratch's alignment: the long way, which fails here
+        assert "long way" in str(exc)
+    else:
+        assert kernel.launches[-1][1][7] is not scratch
+    assert device.last_ready is None
+    capturing.clear()
+    shifted = torch.empty(M * 2 * H + 8, dtype=torch.bfloat16)[8:].view(M, 2 * H)
+    shifted.copy_(x)
+    with pytest.raises(BaseException, match="long way"):
+        solution.launch(shifted, gy, *out)  # x 16 bytes off: another key, not ready
