@@ -2489,9 +2489,10 @@ class _Device:
         if kept is None:
             kept = self.scratch.by_stream = {}
         scratch = kept.get(stream)
-        if scratch is None or scratch.numel() < elements or stream is None or self.capturing():
+        keep = stream is not None and not self.capturing()
+        if scratch is None or scratch.numel() < elements or not keep:
             scratch = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
-            if stream is not None and not self.capturing():
+            if keep:
                 kept[stream] = scratch
         return scratch
 
@@ -2828,16 +2829,13 @@ def _witness_verdict(device, key, found, args):
     if why:
         return Verdict(unjudged=why)
     witness_args = (x_w, grad_y_w) + tuple(args[2:])
-    specialization = _specialization([t.data_ptr() for t in witness_args[:8]], tuple(args[10:16]),
-                                     [t.untyped_storage().nbytes() for t in witness_args[:8]]
-                                     if device.specializes_on_storage_size else None)
+    specialization = _specialization_of(device, witness_args[:8], tuple(args[10:16]))
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
         named["stamp"] = _run_stamp()
         for launch, launch_args in pairs:
             if launch is check:
-                _launch_all(found, witness_args, specialization, device,
-                            _current_stream(device) if device.launches_ready else None)
+                _launch_all(found, witness_args, specialization, device, _current_stream(device))
                 launch_args = tuple(named[name] for name in launch.signature)  # the run's stamp
             launch.kernel[launch.grid](*launch_args, **launch.constexprs, **launch.options)
         values = named["record_ptr"].cpu().tolist()
@@ -3251,9 +3249,9 @@ def _compile_in_children(pairs, target, index, meanwhile=None):
 FRESH_COMPILE_TIMEOUT_S = 30
 
 # Run by _in_fresh_interpreters: reads (file, kernel name, target, arguments, grid, keyword arguments, the caller's
-# Triton), loads the file as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B as the compile begins,
-# then C (compiled), R (the kernel's compile raised), A (its JIT asked the driver for more) or S (the set-up failed)
-# with why.
+# Triton), loads the file as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B
+# as the compile begins, then C (compiled), R (the kernel's compile raised), A (its JIT asked the driver for more) or
+# S (the set-up failed) with why.
 _FRESH_COMPILE = """
 import ast, importlib.util, sys
 stage = "S"
@@ -3294,8 +3292,8 @@ except BaseException as exc:
 
 
 def _described(arg):
-    """An argument as the fresh interpreter rebuilds it: a tensor by its dtype and its address modulo 256 (what a JIT
-    specializes on), anything else as itself."""
+    """An argument as the fresh interpreter rebuilds it: a tensor by its dtype and its address modulo 256 (finer than
+    any JIT's key, _ALIGNMENT's included), anything else as itself."""
     if isinstance(arg, torch.Tensor):
         return "tensor", str(arg.dtype).rpartition(".")[2], arg.data_ptr() % 256
     return arg
@@ -3427,9 +3425,19 @@ def _specialization(addresses, strides, storage_sizes=None):
     return key + (tuple(size < 2**31 for size in storage_sizes),)
 
 
+def _specialization_of(device, tensors, strides):
+    """_specialization of the main kernel's eight pointer arguments on device, with their storage's size where the
+    device's Triton specializes on it."""
+    return _specialization([t.data_ptr() for t in tensors], strides, [t.untyped_storage().nbytes() for t in tensors]
+                           if device.specializes_on_storage_size else None)
+
+
 def _current_stream(device):
-    """The stream a launch on device goes to, as Triton's driver gives it; None where device is not the current one
-    or the driver does not say (a call then takes the long way, through _on_device and the JIT's own lookups)."""
+    """The stream a launch on device goes to, as Triton's driver gives it; None where the device launches no ready
+    calls (_Device.launches_ready), is not the current one, or the driver does not say (a call then takes the long
+    way, through _on_device and the JIT's own lookups)."""
+    if not device.launches_ready:
+        return None
     try:
         driver = triton.runtime.driver.active
         index = driver.get_current_device()
@@ -3449,37 +3457,34 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
                                                        group_size)
     tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
     device = _devices.get(x.get_device())
-    if device is not None and device.launches_ready:
-        stream = _current_stream(device)
-        if stream is not None:
-            call = (M, H, settings, strides, addresses, stream, threading.get_ident())
-            last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
-            if last is not None and last[0] == call and not device.capturing():
-                _, scratch, ready = last
-            else:
-                scratch = device.scratch_for(stream, M * H)
-                ready = device.ready.get((M, H, settings, _specialization(
-                    addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
-                if ready is not None and not device.capturing():
-                    device.last_ready = (call, scratch, ready)
-            if ready is not None:
-                ready_args = (*tensors, device.table, scratch, M, H, *strides)
-                for kernel, grid, indices, constexprs in ready:
-                    kernel[grid](*(ready_args if indices is None else [ready_args[i] for i in indices]),
-                                 *constexprs, stream=stream)
-                return kernel
+    stream = None if device is None else _current_stream(device)
+    if stream is not None:
+        call = (M, H, settings, strides, addresses, stream, threading.get_ident())
+        last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
+        if last is not None and last[0] == call and not device.capturing():
+            _, scratch, ready = last
+        else:
+            scratch = device.scratch_for(stream, M * H)
+            ready = device.ready.get((M, H, settings, _specialization(
+                addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
+            if ready is not None and not device.capturing():
+                device.last_ready = (call, scratch, ready)
+        if ready is not None:
+            ready_args = (*tensors, device.table, scratch, M, H, *strides)
+            for kernel, grid, indices, constexprs in ready:
+                kernel[grid](*(ready_args if indices is None else [ready_args[i] for i in indices]), *constexprs,
+                             stream=stream)
+            return kernel
     key = (M, H, index_64, settings)
     device = _device(x, key)
     if device.module is not None and device.index != device.module.current_device():
         with _on_device(x):  # Triton launches on the current device and its stream
             return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-    stream = _current_stream(device) if device.launches_ready else None
+    stream = _current_stream(device)
     # One GROUP x GROUP slot a tile (the fused rungs), or y, M x H (the two-pass rungs that keep it).
     scratch = device.scratch_for(stream, M * H)
     args = (*tensors, device.table, scratch, M, H, *strides)
-    specialization = _specialization(addresses + (device.table.data_ptr(), scratch.data_ptr()), strides,
-                                     [t.untyped_storage().nbytes() for t in args[:8]]
-                                     if device.specializes_on_storage_size else None)
+    specialization = _specialization_of(device, args[:8], strides)
     found = device.call_launches(M, H, index_64, settings, args, specialization)
     for planned, indices, compiled, checked in found:
         if specialization not in checked:
@@ -3508,16 +3513,13 @@ def _launch_all(found, args, specialization, device, stream=None):
     launched directly after its first launch (on stream, where given), skipping Triton's per-call argument binding;
     None marks a Triton whose launcher takes other arguments, and a backend whose JIT's key is not known
     (Backend.compiled_launch) launches through the JIT every time."""
-    direct = 0
+    direct, on_stream = 0, {} if stream is None else {"stream": stream}
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:
-                if stream is None:
-                    kernel[planned.grid](*kernel_args, *kernel.constexpr_values)
-                else:
-                    kernel[planned.grid](*kernel_args, *kernel.constexpr_values, stream=stream)
+                kernel[planned.grid](*kernel_args, *kernel.constexpr_values, **on_stream)
                 direct += 1
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches

@@ -69,7 +69,8 @@ EDITS = [
     # The proofs would run the stamped kernels with arguments of their own, which have no stamps.
     Edit("        for proof in PROOFS:\n", "        for proof in ():  # phase_timeline.py: run unproven\n"),
     # Every call the long way: a ready call's launches take no stamps.
-    Edit("    if device is not None and device.launches_ready:\n", "    if False:  # phase_timeline.py: no ready calls\n"),
+    Edit("    stream = None if device is None else _current_stream(device)\n",
+         "    stream = None  # phase_timeline.py: no ready calls\n"),
     Edit("    args = (*tensors, device.table, scratch, M, H, *strides)\n",
          '    main_constexprs = device._plan(M, H, index_64, settings)["main"].constexprs\n'
          "    global STAMPS\n"
