@@ -217,3 +217,22 @@ def test_cold_start_without_a_gpu_says_so_in_one_line():
     proc = run("tools/cold_start.py")
     assert proc.returncode == 2 and proc.stderr.splitlines() == [
         "cold_start.py: needs a GPU (the first call's compile and load are what it times)"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--shape", "100x7"], "not positive multiples of 128"),
+    (["--shape", "benchmark"], "one shape, got the group 'benchmark'"),
+    (["--route", "nope"], "'nope' is not a route of solution.py"),
+    (["--calls", "0"], "1 or more"),
+    (["--rounds", "x"], "1 or more"),
+    (["--solution", "no_such_solution.py"], "no such file"),
+])
+def test_host_time_mistakes_are_one_line(args, fragment):
+    proc = run("tools/host_time.py", *args)
+    assert_one_line_error(proc, "host_time.py", 2, fragment)
+
+
+def test_host_time_without_a_gpu_says_so_in_one_line():
+    proc = run("tools/host_time.py")
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "host_time.py: needs a GPU (it times calls that launch kernels on one)"]

@@ -10,7 +10,7 @@ kernel (empty_jit_us: a kernel of one store, launched through its JIT with one p
 rounds, after the call's N each time. The GPU runs each
 call's kernel while the host issues the next: at 128x128 the kernel is far shorter than the host path, so the rounds
 time the host. --json appends {"triton", "route", "host_us", "empty_jit_us", "label", "solution", "shape"} to the list
-in PATH. GPU only; exit 2 without one.
+in PATH. GPU only: exit 2 without one, or for a usage error (one line); 1 where the solution's first call raises.
 """
 import argparse
 import json
@@ -50,26 +50,43 @@ def rounds_min(fns, calls, rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(harness.ROOT / "solution.py"))
-    parser.add_argument("--route")
-    parser.add_argument("--shape", default="128x128")
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = harness.ArgumentParser(prog="host_time.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", type=harness.existing_file, default=str(harness.ROOT / "solution.py"))
+    parser.add_argument("--route", help="force one of the solution's routes (SILU_DOT_ROUTE)")
+    parser.add_argument("--shape", type=harness.shape_group, default="128x128", help="one shape: MxH or ExTxH")
+    parser.add_argument("--calls", type=harness.at_least_one("calls"), default=2000)
+    parser.add_argument("--rounds", type=harness.at_least_one("rounds"), default=3)
     parser.add_argument("--label", default="")
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=harness.json_destination, metavar="PATH")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("host_time.py: no GPU here; it times calls on one", file=sys.stderr)
-        return 2
+    shapes = harness.load_shapes(args.shape)
+    if len(shapes) != 1:
+        parser.error(f"argument --shape: one shape, got the group {args.shape!r} of {len(shapes)}")
+    [(_, M, H)] = shapes
     if args.route:
-        os.environ["SILU_DOT_ROUTE"] = args.route
-    M, H = (int(v) for v in args.shape.split("x"))
-    solution = harness.load_solution(args.solution, name="solution_timed")
+        try:
+            harness.check_route(harness.load_solution(args.solution, name="solution_for_host_time"), args.route)
+        except (ValueError, harness.SolutionError) as exc:
+            parser.error(f"argument --route: {exc}")
+        os.environ[harness.ROUTE_ENV] = args.route
+    if not torch.cuda.is_available():
+        print("host_time.py: needs a GPU (it times calls that launch kernels on one)", file=sys.stderr)
+        return 2
+    try:
+        solution = harness.load_solution(args.solution, name="solution_timed")
+    except harness.SolutionError as exc:
+        print(f"host_time.py: {exc}", file=sys.stderr)
+        return 1
     x, gy = harness.make_inputs(M, H, seed=0, device="cuda")
     out = harness.new_outputs(M, H, device="cuda")
     call = lambda: solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)  # noqa: E731
-    call()
+    try:
+        call()
+    except Exception as exc:
+        print(f"host_time.py: the solution's first call raised: {harness.one_line(harness.raised(exc))}",
+              file=sys.stderr)
+        return 1
     route = harness.route_name(solution, "cuda")
     sink = torch.empty(1, device="cuda")
     empty = lambda: _empty_kernel[(1,)](sink)  # noqa: E731

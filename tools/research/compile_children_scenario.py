@@ -126,14 +126,17 @@ def kept(run):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", default=str(ROOT / "solution.py"))
+    sys.path.insert(0, str(ROOT))
+    import harness
+    parser = harness.ArgumentParser(prog="compile_children_scenario.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--solution", type=harness.existing_file, default=str(ROOT / "solution.py"))
     parser.add_argument("--route")
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--parallel", type=int, default=5)
+    parser.add_argument("--runs", type=harness.at_least_one("runs"), default=10)
+    parser.add_argument("--parallel", type=harness.at_least_one("processes"), default=5)
     parser.add_argument("--label", default="")
     parser.add_argument("--commit", default="")
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=harness.json_destination, metavar="PATH")
     args = parser.parse_args()
     with ThreadPoolExecutor(args.parallel) as pool:
         runs = list(pool.map(lambda i: one_run(args.solution, args.route, i), range(args.runs)))

@@ -16,7 +16,9 @@ import argparse
 import gc
 import os
 import signal
+import sys
 import time
+from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -50,11 +52,14 @@ def compile_for(target, block):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import harness
+    parser = harness.ArgumentParser(prog="fork_after_compile.py", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-parent-compile", action="store_true")
     parser.add_argument("--freeze", action="store_true")
     parser.add_argument("--collect", action="store_true")
-    parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--timeout", type=harness.positive_seconds, default=20.0)
     args = parser.parse_args()
     target = GPUTarget("cuda", 90, 32)
     if not args.no_parent_compile:
