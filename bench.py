@@ -473,20 +473,6 @@ def back_to_back_us(call, calls):
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def host_us(call, calls):
-    """Host time of one call (launch path only): calls calls back to back, no synchronisation between, the
-    clock stopped before the device is waited for. Where the device is the slower, the launch queue can fill
-    and the host then waits for the device too."""
-    call()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        call()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
-
-
 def mode_us(mode, fn, x, gy, outs):
     """One mode's time of fn(x, gy, *outs) in microseconds, MODE_CALLS[mode] calls; cloned times
     fn(x.clone(), gy.clone(), *outs), the clones inside the timed region."""
@@ -498,15 +484,15 @@ def mode_us(mode, fn, x, gy, outs):
     if mode == "back-to-back":
         return back_to_back_us(call, MODE_CALLS[mode])
     if mode == "host-us":
-        return host_us(call, MODE_CALLS[mode])
+        return measure.host_us(call, MODE_CALLS[mode])
     raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
 
 
 def host_us_per_call(fn, M, H, calls=200):
-    """Host time of one call (launch path only) on seed 0 randn inputs of M x H: host_us."""
+    """Host time of one call (launch path only) on seed 0 randn inputs of M x H: measure.host_us."""
     x, gy = harness.make_inputs(M, H, 0, "randn", "cuda")
     outs = harness.new_outputs(M, H, "cuda")
-    return host_us(lambda: fn(x, gy, *outs), calls)
+    return measure.host_us(lambda: fn(x, gy, *outs), calls)
 
 
 def verify(fn, x, gy, ref):

@@ -5,6 +5,7 @@ timed call by writing a buffer of L2_CLEAR_BYTES. Importing this module needs no
 imported inside the functions that time).
 """
 import statistics
+import time
 
 import torch
 
@@ -91,3 +92,17 @@ def device_time_us(fn):
         torch.cuda.synchronize()
     del l2_buffer
     return device_activity(prof.events())
+
+
+def host_us(call, calls):
+    """Host time of one call (launch path only): calls calls back to back, no synchronisation between, the
+    clock stopped before the device is waited for. Where the device is the slower, the launch queue can fill
+    and the host then waits for the device too."""
+    call()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -25,6 +24,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
+import measure  # noqa: E402
 
 
 @triton.jit
@@ -33,20 +33,13 @@ def _empty_kernel(out_ptr):
 
 
 def rounds_min(fns, calls, rounds):
-    """The minimum over rounds of each function's time per call, in microseconds: each round times every function
-    in turn, so that a drift in the machine hits them alike."""
+    """The minimum over rounds of each function's host time per call (measure.host_us), in microseconds: each round
+    times every function in turn, so that a drift in the machine hits them alike."""
     best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()
-    torch.cuda.synchronize()
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            best[i] = min(best[i], (time.perf_counter() - start) / calls)
-            torch.cuda.synchronize()
-    return [b * 1e6 for b in best]
+            best[i] = min(best[i], measure.host_us(fn, calls))
+    return best
 
 
 def main(argv=None):
