@@ -1104,47 +1104,32 @@ def _probe_input(check, k, size):
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
-# Before a rung's kernels write a call's outputs for the first time at a shape and specialization, they run at that
-# shape, into the call's own outputs, on the witness's input laid out as the call's x and grad_y (the same binaries:
-# alignment, strides, 64-bit offsets), and _witness_check_kernel compares every output byte with the host's own IEEE
-# fp32 expectations (_witness_expected, computed once a device).
+# Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape, into the
+# call's own outputs, on the witness's input laid out as the call's x and grad_y (the same binaries), and
+# _witness_check_kernel compares every output byte with the host's IEEE fp32 expectations (_witness_expected).
 #
-# The region is 128 tokens x WITNESS_CHANNELS channels (on a device 512: 65,536 elements, one for every bf16 gate;
-# under the interpreter 128, every fourth gate: its channel c is channel c * step + t % step of the full region, step =
-# 512 / WITNESS_CHANNELS). Its groups are laid as a user's are, so that a fault that depends on what the lanes of a
-# group hold together (a reduction over mixed signs, a branch that some lanes take) runs on them: every grad_input group
-# (a row's 128 channels) and every y group (a channel's 128 tokens) of finite gates mixes both signs in no regular
-# order, and 63 or 64 binades (on a device; 80 and 32 under the interpreter), each binade's mantissas along a diagonal
-# (_witness_gate). The full region's channel groups 0-2 hold the exponents 17 to 208 (group j those 17 + 3 i + j),
-# both signs; group 3 the exponents below 17 and above 208, and at its tokens 63 and 127 the 256 patterns of exponent
-# 255 (+-inf and NaN): two grad_input groups of their own, whose 128 channels make NaN y groups (their other gates,
-# tiny or huge, are proven in grad_input alone). up's exponent is chosen from the gate's bits so that |y| lies within
-# a few binades of 1 (|up| near 1 / |silu|); grad_y's so that the larger of |d_gate| and |d_up| lies near 2**spread,
-# spread from -6 to 7 by group, so that no other group overflows. up and grad_y span the exponents from 2**-126 to
-# 2**127, with random signs and mantissas. Channel 5 has up = +-0 (a y group of zeros, its d_gate zero), token 7
-# grad_y = +-0 (grad_input groups of zeros); channel 9's up and token 11's grad_y are at least 2**127 where the gate is
-# 4 or more (a y group and d_up groups that overflow to inf); the NaN and inf gates make NaN groups (a FINITE_ONLY
-# witness, for the tolerant rungs, has finite gates in their place). No output depends on how a backend treats a
-# subnormal (_FLUSH_SAFE_FROM): the interpreter, whose load of a subnormal bf16 as fp32 is wrong (7.3e-40 reads as 0:
-# Triton's numpy conversion), passes it, and so would a device that flushes.
+# The region is 128 tokens x WITNESS_CHANNELS channels: on a device 512, one element for every bf16 gate; under the
+# interpreter 128, every fourth (_witness_gate says which). As in a user's rows, every grad_input group (a row's 128
+# channels) and every y group (a channel's 128 tokens) of finite gates mixes both signs and spans many binades; one
+# group of the full region holds the tiny and huge exponents and, at tokens 63 and 127, the 256 patterns of exponent
+# 255 (+-inf, NaN; a FINITE_ONLY region, for the tolerant rungs, has finite gates there). up and grad_y (_witness_bits)
+# keep |y|, |d_gate| and |d_up| within a few binades of 1 except where a group is made to overflow, to be zeros, or is
+# NaN; no output depends on whether a backend flushes subnormals (_FLUSH_SAFE_FROM).
 #
-# The region is laid over the call's whole M x H, a 128 x 128 tile at a time: tile (tm, th) holds the region's channel
-# group (tm + th) % (WITNESS_CHANNELS / 128), its tokens rotated by one amount and its channels by another, both
-# depending on the tile's place (_witness_tags). A group keeps its members (the same scale, the same int8 permuted), so
-# one set of expectations serves every tile, every token group, channel group and tile of a persistent program, and a
-# value written at another tile's place differs from what is expected there. The input kernel also poisons the outputs
-# (int8 -128, scale -1: values no output takes) and the scratch slots (NaN), so that an output left unwritten, or a
-# slot read before its write, differs whatever a run before left there.
+# The region is laid over the call's whole M x H a 128 x 128 tile at a time, each tile holding one of its channel groups
+# with its tokens and channels rotated by amounts of the tile's place (_witness_tags): a group keeps its members, so one
+# set of expectations serves every tile, and a value written at another tile's place differs from what is expected
+# there. The input kernel poisons the outputs (int8 -128, scale -1: values no output takes) and the scratch (NaN), so
+# that an output left unwritten, or a slot read before its write, differs whatever a run before left there.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
 WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
-# Where log2 |silu| is below this, up and grad_y keep exponents near 0: every value computed from a subnormal (a
-# subnormal gate, a subnormal sigmoid, a product below 2**-126) stays far below its group's absmax or under the
-# scale's 1e-10 floor, so its int8 is 0 and its group's scale the same whether a backend flushes subnormals or not
-# (the judge's own reference computes on that backend).
+# Where log2 |silu| is below this, up and grad_y keep exponents near 0: every value computed from a subnormal stays far
+# below its group's absmax or under the scale's 1e-10 floor, so no output depends on whether a backend flushes (the
+# judge's reference computes on that backend), nor on the interpreter's load of a subnormal bf16, which reads 0.
 _FLUSH_SAFE_FROM = tl.constexpr(-110)
-# The pseudo-random fields come from signed int32 arithmetic alone (Ascend has no unsigned integer operation, Triton
-# 3.0-3.1 mix no uint32 with int32), every product below 2**31: k in [0, 65521).
+# The pseudo-random fields are signed int32 arithmetic, every product below 2**31 (Ascend has no unsigned integer
+# operation; Triton 3.0-3.1 mix no uint32 with int32).
 _MIX_PRIME = tl.constexpr(65521)
 _FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
 _FIRST_NONE = tl.constexpr(2**31 - 1)
@@ -1161,8 +1146,8 @@ def _mix(a, b):
 
 @triton.jit
 def _witness_tags(tm, th, CHANNELS: tl.constexpr):
-    """(the region's channel group, the token rotation, the channel rotation) of the call's tile (tm, th), as int32:
-    neighbouring tiles differ in both rotations. witness_source is the host's twin."""
+    """(the region's channel group, the token rotation, the channel rotation) of the call's tile (tm, th), as int32;
+    neighbouring tiles differ in both rotations. _witness_tags_py is the host's twin."""
     tm = (tm % 65536).to(tl.int32)
     th = (th % 65536).to(tl.int32)
     return (tm + th) % (CHANNELS // 128), (53 * tm + 19 * th + 3) % 128, (11 * tm + 37 * th + 1) % 128
@@ -1170,13 +1155,12 @@ def _witness_tags(tm, th, CHANNELS: tl.constexpr):
 
 @triton.jit
 def _witness_gate(t, c, CHANNELS: tl.constexpr):
-    """The bf16 bits of the gate at token t, channel c of the region, as int32 in [0, 65536); _witness_gate_py is its
-    host twin. Channel c is channel k = c * step + t % step (step = 512 / CHANNELS) of the full region: its group j =
-    k // 128, place p = k % 128. Token t = 64 h + u has there the sign h ^ s(c) ^ s'(u) (s, s': bits of _mix) and the
-    exponent E_j(37 (u + p) mod n), with E_j(i) = 17 + 3 i + j and n = 64 for j < 3, and for j = 3 n = 63 and E_3(i) =
-    i below 17, i + 192 from there; but where j = 3 and u = 63 (two grad_input groups), exponent 255 and sign h. The
-    bits are (b << 7) | ((p + 91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one (h and u
-    come back from the sign and the exponent), so b and the mantissa give back (t, p): every pattern once."""
+    """The bf16 bits of the region's gate at token t, channel c, as int32 in [0, 65536); _witness_gate_py is its host
+    twin. Channel c is channel k = c * step + t % step of the full region (step = 512 / CHANNELS), in group j = k // 128
+    at place p = k % 128. Token t = 64 h + u has the sign h ^ s(c) ^ s'(u) (bits of _mix) and the exponent
+    E_j(37 (u + p) mod n): E_j(i) = 17 + 3 i + j, n = 64 for j < 3; n = 63 and E_3(i) = i below 17, i + 192 from there;
+    but where j = 3 and u = 63, exponent 255 and sign h. The bits are (b << 7) | ((p + 91 b) mod 128), b = (sign << 8) |
+    exponent: at each p, t -> b is one-to-one, so (b, mantissa) gives back (t, p): every pattern once."""
     k = c * (512 // CHANNELS) + t % (512 // CHANNELS)
     j = k >> 7
     p = k & 127
@@ -1191,8 +1175,11 @@ def _witness_gate(t, c, CHANNELS: tl.constexpr):
 
 @triton.jit
 def _witness_bits(t, c, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
-    """The bf16 bits of (gate, up, grad_y) at token t, channel c of the region, as int32 in [0, 65536): see the
-    section's comment; witness_input is its host twin."""
+    """The bf16 bits of (gate, up, grad_y) at the region's token t, channel c, as int32 in [0, 65536); witness_input is
+    its host twin. up's exponent puts |y| near 1, grad_y's the larger of |d_gate| and |d_up| near 2**spread (spread -6 to
+    7 by group: no other group overflows); mantissas and signs from _mix. Channel 5's up and token 7's grad_y are +-0
+    (groups of zeros), channel 9's up and token 11's grad_y near 2**127 where the gate is 4 or more (groups that
+    overflow to inf)."""
     g = _witness_gate(t, c, CHANNELS)
     if FINITE_ONLY:
         g = tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g)
@@ -1226,8 +1213,7 @@ def _witness_bits(t, c, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
 
 @triton.jit
 def _bf16_of_bits(bits):
-    """The bf16 whose bits are held in an int32 in [0, 65536), bit for bit (no conversion that could flush a
-    subnormal or change a NaN): the bits as a signed 16-bit integer, then reinterpreted."""
+    """The bf16 whose bits an int32 in [0, 65536) holds, bit for bit (no conversion that could flush or change a NaN)."""
     return (bits - ((bits >> 15) << 16)).to(tl.int16).to(tl.bfloat16, bitcast=True)
 
 
@@ -1235,9 +1221,8 @@ def _bf16_of_bits(bits):
 def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, scratch_ptr, M, H, stride_x,
                           stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHANNELS: tl.constexpr,
                           SLICE: tl.constexpr, FINITE_ONLY: tl.constexpr, INDEX_64: tl.constexpr):
-    """Writes the witness's x and grad_y over the call's M x H (the section's comment), a 128 x 128 tile a step in
-    SLICE-row slices, and poisons the tile's outputs and its part of the scratch (the fused rungs' slot: one a tile,
-    or one a program of a persistent walk; the two-pass rungs' kept y: the same M x H elements)."""
+    """Writes the witness's x and grad_y over the call's M x H, a tile a step in SLICE-row slices, and poisons the tile's
+    outputs and its part of the scratch (a fused rung's slots, a two-pass rung's kept y: M x H elements either way)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1272,16 +1257,16 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_
 
 @triton.jit
 def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
-    """Writes BLOCK int32 a program: over a buffer larger than the device's L2, it pushes the witness's input, the
-    poisoned outputs and slots out to memory, where a user's inputs come from."""
+    """Writes BLOCK int32 a program over a buffer larger than the device's L2, pushing the witness's input, outputs and
+    slots out to memory, where a user's inputs come from."""
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     tl.store(buffer_ptr + offsets, offsets.to(tl.int32))
 
 
 @triton.jit
 def _witness_merge(count, compared, first, differ, code):
-    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in: the
-    elements compared counted from the block's own codes (no count a compiler could fold)."""
+    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in; the
+    elements compared are counted from the block's codes, a count no compiler can fold."""
     wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
     least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
     return count + wrong, compared + tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0), tl.minimum(first, least)
@@ -1289,9 +1274,8 @@ def _witness_merge(count, compared, first, differ, code):
 
 @triton.jit
 def _witness_scale_differ(got, expected, EXACT: tl.constexpr):
-    """Where a scale differs: in its bits (a NaN for any NaN) where EXACT; else, on the tolerant rungs, which compute as
-    the reference is written with the backend's exp, division and casts, by more than 2**-6 relatively where the
-    expected scale is finite (two bf16 steps of the absmax: gross faults, not ulps)."""
+    """Where a scale differs: in its bits (a NaN for any NaN) where EXACT; else (the tolerant rungs) by more than 2**-6
+    relatively where the expected scale is finite: two bf16 steps of the absmax, gross faults, not ulps."""
     if EXACT:
         return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
                                                                                             & _is_nan(expected))
@@ -1315,11 +1299,9 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                           stride_ys, CHANNELS: tl.constexpr, SLICE: tl.constexpr, EXACT: tl.constexpr,
                           INDEX_64: tl.constexpr):
     """Compares every output element with the region's expectation at its place (_witness_tags), a tile a step in
-    SLICE-row slices, and writes each program's record of each output (_witness_merge, and the run's stamp:
-    _stamped_record) at record_ptr + program * 16 + output * 4. The expectations, row-major: grad_input 128 rows of 2
-    * CHANNELS int8 (the gate half's channels, then the up half's) and of 2 * CHANNELS / 128 scales; y_q_t CHANNELS
-    rows of 128, y_s_t CHANNELS scales. An element's code is its program's step times 32768 and its place in the tile
-    (witness_findings decodes it)."""
+    SLICE-row slices, and writes each program's record of each output (_witness_merge, stamped: _stamped_record) at
+    record_ptr + program * 16 + output * 4. The expectations are _witness_expected's lists. An element's code is its
+    program's step times 32768 plus its place in the tile (witness_findings decodes it)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     groups = CHANNELS // 128
@@ -1867,23 +1849,21 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
 # Programs of the input kernel, and of the check kernel (whose records the host reads: 64 bytes a program).
 _WITNESS_MAX_PROGRAMS = 4096
 _WITNESS_CHECK_PROGRAMS = 256
-# Rows a step of the witness's kernels: 8 on a device (larger slices compile to much more code), the whole tile
-# under the interpreter (each slice there is a round of numpy calls).
+# Rows a step of the witness's kernels: 8 on a device (larger slices compile to much more code), the whole tile under
+# the interpreter (a slice there is a round of numpy calls).
 _WITNESS_SLICE = 128 if _INTERPRET else 8
-# The eviction's int32 a program, and the bytes it writes where the device does not tell its L2's size: twice the
-# largest L2 of a judge's chip known (the H100's 50 MB), rounded up. Where the size is told, twice it: a write of one
-# L2's worth can leave lines of a hashed, set-associative cache in place.
+# The eviction's int32 a program; it writes twice the L2 the device tells (one L2's worth can leave lines of a hashed,
+# set-associative cache in place), else twice the largest judge chip's known (the H100's 50 MB), rounded up.
 _EVICT_BLOCK = 4096
 _EVICT_BYTES_UNKNOWN_L2 = 2**27
 
 
 def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_bytes=None):
-    """The witness's own launches for an (M, H) call on a route: "witness_input" (writes its x and grad_y, poisons the
-    outputs and slots), "witness_evict" where the route relies on an ordering (pushes all that out of L2: evict_bytes,
-    where the device tells its L2), "witness_check" (compares the outputs, a record a program) and "witness_table"
-    (fills the sigmoid table, which the expectations read, where the route's own kernels do not: launch_plan's
-    "sigmoid_table" does where they do). A tolerant route's input holds no NaN or inf (its reductions drop NaN) and
-    its outputs are checked for gross faults, not bytes."""
+    """{name: KernelLaunch} of the witness's launches for an (M, H) call on a route: "witness_input", "witness_evict"
+    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" and
+    "witness_table" (the sigmoid table the expectations read, where the route fills none: launch_plan's
+    "sigmoid_table"). A tolerant route's input holds no NaN or inf (its reductions drop NaN) and its outputs are
+    checked for gross faults, not bytes."""
     backend = _backend(backend)
     route = _route(route)
     warp_size = warp_size or backend.warp_size
@@ -1972,8 +1952,7 @@ def witness_source(output, row, col, H, channels=None):
 def _witness_members(output, row, col, H):
     """[(the call's (token, channel), the region's)] of each element of the group holding output[row, col]."""
     if output.startswith("grad"):
-        width = H if output == "grad_input_q" else H // GROUP_SIZE
-        half, within = divmod(col, width)
+        half, within = divmod(col, H if output == "grad_input_q" else H // GROUP_SIZE)
         first = (within // GROUP_SIZE if output == "grad_input_q" else within) * GROUP_SIZE
         return [((row, h), witness_source("grad_input_q", row, half * H + h, H)[1])
                 for h in range(first, first + GROUP_SIZE)]
@@ -2000,18 +1979,12 @@ def _witness_passes(got, expected, expected_scale, output, exact):
     return abs(got - expected) <= (2**-6 * abs(expected) if output in _SCALES_OF.values() else 2)
 
 
-def _bits_float(bits):
-    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
-
-
 def _same_value(a, b):
     return a == b or (a != a and b != b)
 
 
 def _shown(value):
-    if isinstance(value, int):
-        return str(value)
-    return f"{value!r} (0x{struct.unpack('<I', struct.pack('<f', value))[0]:08x})"
+    return str(value) if isinstance(value, int) else f"{value!r} (0x{_bits_of_f32([value])[0]:08x})"
 
 
 def _same_layout(t):
@@ -2024,32 +1997,41 @@ def _same_layout(t):
     return storage.as_strided(tuple(t.shape), (t.stride(0), 1), shift)
 
 
-_CAPTURE_REFUSED = ("{what} and reads the verdict back, which a graph capture cannot hold: call it once before "
-                    "capturing")
-
-
 def _refuse_capture(module, what):
     """A one-line RuntimeError where the current stream of a device module is capturing a graph."""
     capturing = getattr(module, "is_current_stream_capturing", None)
     if callable(capturing) and capturing():
-        raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: {_CAPTURE_REFUSED.format(what=what)}")
+        raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: {what} and reads the verdict back, which a graph capture "
+                           f"cannot hold: call it once before capturing")
 
 
-# The expectations are the host's own IEEE fp32 arithmetic: one fp32 +, x or / done in Python's doubles and then
-# rounded to fp32 is the IEEE fp32 result (a double holds 53 >= 2 * 24 + 2 bits, so the second rounding never
-# changes the first's result), and the rounding of a list of doubles to fp32 is array("f")'s (C's conversion). The
-# sigmoid is the table's, read back: filled by the IEEE sigmoid on every route (Ascend's: its own division, its
-# IEEE one), and proven equal to each probed route's own sigmoid on every bf16 gate by its probe. Where a rung's
-# output differs, _witness_verdict settles the element with a third source before the rung is left: the input written
-# again and read back, the group recomputed element by element through struct (_arbiter_group: code that shares
-# nothing with the lists'), and the table's entries against Python's double-precision sigmoid (_table_fault).
-_INV_127_F32 = struct.unpack("<f", struct.pack("<I", 0x3C010204))[0]  # fp32(1/127), what group_scale multiplies by
-_FLOOR_F32 = struct.unpack("<f", struct.pack("<I", 0x2EDBE6FF))[0]  # fp32(1e-10), group_scale's floor
+# The expectations are the host's own IEEE fp32 arithmetic: an fp32 +, x or / done in Python's doubles and rounded to
+# fp32 is the IEEE result (a double holds 53 >= 2 * 24 + 2 bits, so the second rounding never changes the first's), and
+# a list of doubles is rounded to fp32 by array("f") (C's conversion). The sigmoid is the table's, read back: filled by
+# the IEEE sigmoid on every route (Ascend's with its own division), checked against Python's (_table_fault), and proven
+# equal to each probed route's own sigmoid by its probe. Where a rung's output differs, _witness_verdict asks two more
+# sources before it leaves the rung: the input written again and read back, and the arbiter (_arbiter_group: the group
+# recomputed element by element through struct, sharing no code with the lists').
+def _round_f32(values):
+    """Each double rounded to the nearest fp32 (overflow to inf), as Python floats."""
+    return array("f", values).tolist()
 
 
-def _bf16_bits_float(bits):
-    magnitude = _bits_float((bits & 0x7FFF) << 16)
-    return -magnitude if bits >> 15 else magnitude
+def _bits_of_f32(values):
+    return array("I", array("f", values).tobytes()).tolist()
+
+
+def _f32_of_bits(bits):
+    return array("f", array("I", bits).tobytes()).tolist()
+
+
+def _round_bf16(values):
+    """fp32 values rounded to the nearest-even bf16, NaN kept."""
+    return _f32_of_bits([b if b & 0x7FFFFFFF > 0x7F800000 else (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+                         for b in _bits_of_f32(values)])
+
+
+_INV_127_F32, _FLOOR_F32 = _f32_of_bits([0x3C010204, 0x2EDBE6FF])  # fp32(1/127), group_scale's factor; fp32(1e-10)
 
 
 def _mix_py(a, b):
@@ -2075,8 +2057,8 @@ def _witness_gate_py(t, c, channels):
 
 
 def witness_input(t, h, finite_only=False, channels=None):
-    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, as Python floats (the host's
-    twin of _witness_bits; the section "the witness" says what they are)."""
+    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, as Python floats: the host's twin
+    of _witness_bits."""
     channels = channels or WITNESS_CHANNELS
     g = _witness_gate_py(t, h, channels)
     if finite_only and (g & 0x7F80) == 0x7F80:
@@ -2098,87 +2080,60 @@ def witness_input(t, h, finite_only=False, channels=None):
     e_gy = 254 if t == 11 and overflows else min(max(127 - max(e_factor, e_silu) + spread, 1), 254)
     gy = (((mix2 >> 2) & 1) << 15) | (e_gy << 7) | ((mix2 >> 3) & 0x7F)
     gy = gy & 0x8000 if t == 7 else gy
-    return _bf16_bits_float(g), _bf16_bits_float(up), _bf16_bits_float(gy)
-
-
-def _f32(values):
-    """Each double rounded to the nearest fp32 (overflow to inf), as Python floats."""
-    return array("f", values).tolist()
-
-
-def _f32_bits(values):
-    return array("I", array("f", values).tobytes()).tolist()
-
-
-def _bits_f32(bits):
-    return array("f", array("I", bits).tobytes()).tolist()
-
-
-def _bf16_round(values):
-    """fp32 values rounded to the nearest-even bf16, NaN kept."""
-    return _bits_f32([b if b & 0x7FFFFFFF > 0x7F800000 else (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
-                      for b in _f32_bits(values)])
+    return tuple(_f32_of_bits([g << 16, up << 16, gy << 16]))
 
 
 def _table_entry(gate_bits):
-    """The table's entry of a bf16 gate (its bits), its magnitude clamped to the table's range as a table route
-    clamps it: below 2**-25 sigmoid is 0.5, beyond 127.5 it is 1 or 0, and those are the ends' entries."""
+    """The table's entry of a bf16 gate (its bits), its magnitude clamped to the table's range as a table route clamps
+    it (below 2**-25 sigmoid is 0.5, beyond 127.5 it is 1 or 0: the ends' entries; so any NaN reads an end's)."""
     magnitude = min(max(gate_bits & 0x7FFF, _LUT_LO), _LUT_LO + _LUT_N - 1)
     return 2 * (magnitude - _LUT_LO) + (gate_bits >> 15)
 
 
-def _sigmoid_of(gate_bits, table):
-    """The table's sigmoid of a bf16 gate (its bits): _table_entry's."""
-    return table[_table_entry(gate_bits)]
-
-
 def _quantized_groups(values):
     """(the int8 of groups of GROUP_SIZE consecutive bf16 values, their scales): absmax with NaN above inf, scale absmax
-    * fp32(1/127) with the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN or inf.
-    """
-    magnitudes = [b & 0x7FFFFFFF for b in _f32_bits(values)]
-    tops = _bits_f32([max(magnitudes[i:i + GROUP_SIZE]) for i in range(0, len(values), GROUP_SIZE)])
-    scales = [_FLOOR_F32 if s < _FLOOR_F32 else s for s in _f32([a * _INV_127_F32 for a in tops])]
-    quotients = _f32([v / s if math.isfinite(s) else 0.0
-                      for g, s in enumerate(scales) for v in values[g * GROUP_SIZE:(g + 1) * GROUP_SIZE]])
+    * fp32(1/127) with the 1e-10 floor, each quotient rounded to fp32 and truncated; 0 where the scale is NaN or inf."""
+    magnitudes = [b & 0x7FFFFFFF for b in _bits_of_f32(values)]
+    tops = _f32_of_bits([max(magnitudes[i:i + GROUP_SIZE]) for i in range(0, len(values), GROUP_SIZE)])
+    scales = [_FLOOR_F32 if s < _FLOOR_F32 else s for s in _round_f32([a * _INV_127_F32 for a in tops])]
+    quotients = _round_f32([v / s if math.isfinite(s) else 0.0
+                            for g, s in enumerate(scales) for v in values[g * GROUP_SIZE:(g + 1) * GROUP_SIZE]])
     return [int(q) for q in quotients], scales
 
 
-_witness_inputs = {}  # (channels, finite_only): (gate bits, gate, up, grad_y) of the region, row-major
+_witness_inputs = {}  # (channels, finite_only): (table entries, gate, up, grad_y) of the region, row-major
 
 
 def _witness_values(channels, finite_only):
     """The region's inputs, made once a process (they depend on nothing the device says)."""
     key = (channels, finite_only)
     if key not in _witness_inputs:
-        inputs = [witness_input(t, h, finite_only, channels) for t in range(128) for h in range(channels)]
-        gates = [g for g, _, _ in inputs]
-        bits = [b >> 16 for b in _f32_bits(gates)]
-        entries = [_table_entry(b | 0x7FC0 if (b & 0x7FFF) > 0x7F80 else b) for b in bits]  # any NaN the same
-        _witness_inputs[key] = (entries, gates, [u for _, u, _ in inputs], [g for _, _, g in inputs])
+        gate, up, gy = zip(*(witness_input(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
+        entries = [_table_entry(b >> 16) for b in _bits_of_f32(gate)]
+        _witness_inputs[key] = (entries, list(gate), list(up), list(gy))
     return _witness_inputs[key]
 
 
 def _witness_expected(channels, finite_only, table):
-    """{output: its expected values over the region} for the witness's input, as the host computes them (the section's
-    comment): grad_input_q as 128 rows of 2 * channels int8, grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t
-    channels rows of 128, y_s_t channels scales; each a flat list, row-major."""
+    """{output: its expected values over the region, a flat list}: grad_input_q 128 rows of 2 * channels int8 (the gate
+    half's channels, then the up half's), grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t channels rows of
+    128, y_s_t channels scales."""
     entries, gate, up, gy = _witness_values(channels, finite_only)
     sig = [table[i] for i in entries]
-    silu = _f32([g * s for g, s in zip(gate, sig)])
-    y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))
-    d_up = _bf16_round(_f32([d * a for d, a in zip(gy, silu)]))
-    factor = _f32([1.0 + g for g in _f32([g * o for g, o in zip(gate, _f32([1.0 - s for s in sig]))])])
-    d_gate = _bf16_round(_f32([a * f for a, f in zip(_f32([p * s for p, s in zip(
-        _f32([d * u for d, u in zip(gy, up)]), sig)]), factor)]))
-    # grad_input's row t: the gate half's groups, then the up half's; y_q_t's row h: channel h's 128 tokens.
+    silu = _round_f32([g * s for g, s in zip(gate, sig)])
+    y = _round_bf16(_round_f32([a * u for a, u in zip(silu, up)]))
+    d_up = _round_bf16(_round_f32([d * a for d, a in zip(gy, silu)]))
+    one_minus_sig = _round_f32([1.0 - s for s in sig])
+    factor = _round_f32([1.0 + g for g in _round_f32([g * o for g, o in zip(gate, one_minus_sig)])])
+    d_gate = _round_bf16(_round_f32([a * f for a, f in zip(_round_f32([p * s for p, s in zip(
+        _round_f32([d * u for d, u in zip(gy, up)]), sig)]), factor)]))
     grad_q, grad_s = _quantized_groups([v for t in range(128) for half in (d_gate, d_up)
                                         for v in half[t * channels:(t + 1) * channels]])
     y_q, y_s = _quantized_groups([y[t * channels + h] for h in range(channels) for t in range(128)])
     return {"grad_input_q": grad_q, "grad_input_s": grad_s, "y_q_t": y_q, "y_s_t": y_s}
 
 
-def _r32(x):
+def _round_f32_struct(x):
     """One double rounded to fp32 through struct: the arbiter's own rounding (overflow to inf)."""
     try:
         return struct.unpack("<f", struct.pack("<f", x))[0]
@@ -2186,52 +2141,41 @@ def _r32(x):
         return math.copysign(math.inf, x)
 
 
-def _arbiter_places(output, index, channels):
-    """(which value: 0 d_gate, 1 d_up, 2 y; the region's (token, channel) of each element) of the group holding a
-    region's flat index of output."""
-    if output.startswith("grad"):
-        per_row = 2 * channels if output == "grad_input_q" else 2 * channels // GROUP_SIZE
-        t, col = divmod(index, per_row)
-        half, g = divmod(col // GROUP_SIZE if output == "grad_input_q" else col, channels // GROUP_SIZE)
-        return half, [(t, g * GROUP_SIZE + p) for p in range(GROUP_SIZE)]
-    h = index // 128 if output == "y_q_t" else index
-    return 2, [(t, h) for t in range(128)]
-
-
 def _arbiter_group(output, index, channels, finite_only, table):
-    """(the int8 of the group holding a region's flat index of output, its scale), recomputed element by element
-    from witness_input with _r32: the arbiter's twin of _witness_expected, sharing none of its list code."""
-    half, places = _arbiter_places(output, index, channels)
+    """(the int8 of the group holding a region's flat index of output, its scale), recomputed element by element from
+    witness_input with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
+    r = _round_f32_struct
+    if output.startswith("grad"):
+        t, col = divmod(index, 2 * channels if output == "grad_input_q" else 2 * channels // GROUP_SIZE)
+        half, g = divmod(col // GROUP_SIZE if output == "grad_input_q" else col, channels // GROUP_SIZE)
+        places = [(t, g * GROUP_SIZE + p) for p in range(GROUP_SIZE)]
+    else:
+        half, places = 2, [(t, index // 128 if output == "y_q_t" else index) for t in range(128)]
     values = []
     for t, h in places:
         gate, up, gy = witness_input(t, h, finite_only, channels)
-        bits = struct.unpack("<I", struct.pack("<f", gate))[0] >> 16
-        sig = _sigmoid_of(bits | 0x7FC0 if (bits & 0x7FFF) > 0x7F80 else bits, table)
-        silu = _r32(gate * sig)
-        if half == 2:
-            v = _r32(silu * up)
-        elif half == 1:
-            v = _r32(gy * silu)
-        else:
-            v = _r32(_r32(_r32(gy * up) * sig) * _r32(1.0 + _r32(gate * _r32(1.0 - sig))))
+        sig = table[_table_entry(struct.unpack("<I", struct.pack("<f", gate))[0] >> 16)]
+        silu = r(gate * sig)
+        v = (r(silu * up) if half == 2 else r(gy * silu) if half == 1  # y, d_up; d_gate:
+             else r(r(r(gy * up) * sig) * r(1.0 + r(gate * r(1.0 - sig)))))
         if v == v:  # to nearest-even bf16 on the bits
             bits = struct.unpack("<I", struct.pack("<f", v))[0]
             v = struct.unpack("<f", struct.pack("<I", ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000)))[0]
         values.append(v)
     nan = any(v != v for v in values)
-    scale = math.nan if nan else max(_r32(max(abs(v) for v in values) * _INV_127_F32), _FLOOR_F32)
+    scale = math.nan if nan else max(r(max(abs(v) for v in values) * _INV_127_F32), _FLOOR_F32)
     if nan or math.isinf(scale):
         return [0] * GROUP_SIZE, scale
-    return [math.trunc(_r32(v / scale)) for v in values], scale
+    return [math.trunc(r(v / scale)) for v in values], scale
 
 
 def _table_fault(table, loose=False):
     """Why the table read back is not the sigmoid: an entry more than 4 fp32 ulps from Python's double-precision sigmoid
-    (loose: 2**-10 relatively, for a table filled with the backend's own exp and division, tl.exp and /), where that
-    is normal (gates above -80); None where every one is within. Checked once, as the table is read back: a table rung
-    reads the same table as the expectations, so a wrong table would pass its witness unseen."""
-    for i, got in enumerate(table):
-        gate = _bits_float(((i % 2) << 31) | ((_LUT_LO + i // 2) << 16))
+    (loose: 2**-10 relatively, for a table filled with the backend's tl.exp and /), where that is normal (gates above
+    -80); None where every one is within. A table rung reads the table the expectations read: a wrong table would pass
+    its witness unseen."""
+    gates = _f32_of_bits([((i % 2) << 31) | ((_LUT_LO + i // 2) << 16) for i in range(len(table))])
+    for gate, got in zip(gates, table):
         if gate < -80:
             continue
         true = 1.0 / (1.0 + math.exp(-gate))
@@ -2794,8 +2738,8 @@ def _compile_proofs(device, pairs):
 
 
 def _witness_expectations(device, finite_only):
-    """(the witness's expectations as lists (_witness_expected), and as the check kernel's arguments: tensors on the
-    device), computed once a device from its table."""
+    """(the expectations as lists (_witness_expected), and as the check kernel's arguments, on the device), computed
+    once a device from its table."""
     if finite_only not in device.expectations:
         lists = _witness_expected(WITNESS_CHANNELS, finite_only, device.table_values)
         device.expectations[finite_only] = lists, {
@@ -2806,11 +2750,10 @@ def _witness_expectations(device, finite_only):
 
 
 def _witness_verdict(device, key, found, args):
-    """Runs a call's kernels (found, as _launch_all launches them) at its shape, into its own outputs, on the witness's
-    input laid out as its x and grad_y, and compares every output byte with the expectations (the section "the
-    witness"); several times where the rung relies on an ordering, each run's input pushed out of L2 first, and runs
-    that differ are a race. A difference that the input written again, or the arbiter, lays at the witness's own door
-    costs no rung."""
+    """Runs a call's kernels (found) at its shape, into its own outputs, on the witness's input laid out as its x and
+    grad_y, and compares every output byte with the expectations; _WITNESS_RUNS times where the rung relies on an
+    ordering, each run's input pushed out of L2 first: runs that differ are a race. A difference that the input written
+    again, or the arbiter, lays at the witness's own door costs no rung."""
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
@@ -2887,7 +2830,7 @@ def _witness_verdict(device, key, found, args):
 
 
 def _writer(found, output):
-    """"main kernel", "grad kernel", "y kernel": the launch of a call's that writes output; "grad and y kernels" for y
+    """The launch of a call's that writes output: "main kernel", "grad kernel", "y kernel"; "grad and y kernels" for y
     on a route that keeps y between them (the grad kernel computes it, the y kernel quantizes it)."""
     launches = {launch.name: launch for launch, *_ in found}
     if "grad" not in launches:

@@ -407,7 +407,7 @@ def _flushed_groups(channels, table, flush):
         return math.copysign(0.0, x) if flush and 0 < abs(x) < 2.0**-126 else x
 
     def r(x):
-        return f(solution._r32(x))
+        return f(solution._round_f32_struct(x))
 
     def bf16(v):
         if v != v:
@@ -420,16 +420,16 @@ def _flushed_groups(channels, table, flush):
         for h in range(channels):
             gate, up, gy = map(f, solution.witness_input(t, h, False, channels))
             bits = struct.unpack("<I", struct.pack("<f", gate))[0] >> 16
-            sig = f(solution._sigmoid_of(bits | 0x7FC0 if (bits & 0x7FFF) > 0x7F80 else bits, table))
+            sig = f(table[solution._table_entry(bits)])
             silu = r(gate * sig)
             values[t, h] = (bf16(r(r(r(gy * up) * sig) * r(1.0 + r(gate * r(1.0 - sig))))), bf16(r(gy * silu)),
                             bf16(r(silu * up)))
 
     def group(vs):
         nan = any(v != v for v in vs)
-        scale = math.nan if nan else max(solution._r32(max(abs(v) for v in vs) * solution._INV_127_F32),
-                                         solution._FLOOR_F32)
-        return ([0] * 128 if nan or math.isinf(scale) else [math.trunc(solution._r32(v / scale)) for v in vs]), scale
+        r = solution._round_f32_struct
+        scale = math.nan if nan else max(r(max(abs(v) for v in vs) * solution._INV_127_F32), solution._FLOOR_F32)
+        return ([0] * 128 if nan or math.isinf(scale) else [math.trunc(r(v / scale)) for v in vs]), scale
 
     grad = [group([values[t, h][half] for h in range(j * 128, (j + 1) * 128)])
             for t in range(128) for half in range(2) for j in range(channels // 128)]

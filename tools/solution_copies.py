@@ -262,8 +262,8 @@ STRUCTURAL = {
         STALE_RECORDS + "\n\n_ordering_check_kernel = _FirstLaunchOnly(_ordering_check_kernel)\n"
                         "_PROOF_RUNS[\"ordering\"] = _twice(_PROOF_RUNS[\"ordering\"])\n"),
     "fault_witness_expectation.py": (
-        [("    y = _bf16_round(_f32([a * u for a, u in zip(silu, up)]))\n",
-          "    y = _bf16_round(_f32([a * u * 1.015625 for a, u in zip(silu, up)]))\n", 1)], ""),
+        [("    y = _round_bf16(_round_f32([a * u for a, u in zip(silu, up)]))\n",
+          "    y = _round_bf16(_round_f32([a * u * 1.015625 for a, u in zip(silu, up)]))\n", 1)], ""),
 }
 
 
