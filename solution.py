@@ -2257,8 +2257,8 @@ _ARGUMENT_NAMES = tuple(_expected_layout(GROUP_SIZE, GROUP_SIZE))
 
 
 def _row_stride(name, t, shape, dtype, device):
-    """(t's row stride, the elements its rows span), once t is checked as argument `name` (else a ValueError that says
-    what is wrong): rows may have any stride that keeps them apart and fits int32; a row's elements are adjacent."""
+    """(t's row stride, the elements its rows span), else a ValueError: rows may have any stride that keeps them apart
+    and fits int32; a row's elements are adjacent."""
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.shape != shape:
@@ -2305,9 +2305,8 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
 
 
 def _check_layout(tensors, group_size):
-    """The rules on a call's tensors but whether outputs share memory: (M, H, the six row strides, whether offsets need
-    64 bits, each tensor's bytes from its first element to its last (None for meta tensors), a slot for the last
-    addresses found apart)."""
+    """The rules but whether outputs share memory: (M, H, the row strides, whether offsets need 64 bits, each tensor's
+    bytes from its first element to its last (None for meta tensors), a slot for the last addresses found apart)."""
     x = tensors[0]
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
@@ -2334,9 +2333,8 @@ _checked = {}  # the signature of a call's tensors: what _check_layout found of 
 
 
 def _check_outputs_apart(addresses, sizes):
-    """A ValueError where an output's bytes meet an input's or another output's (x's, grad_y's, then the outputs'
-    first bytes and sizes, a tensor's bytes running from its first element to its last: rows that only interleave
-    count as shared). x and grad_y, only read, may share."""
+    """A ValueError where an output's bytes (from its first element to its last) meet an input's or another output's;
+    x and grad_y, only read, may share."""
     ends = [start + size for start, size in zip(addresses, sizes)]
     for i in range(2, 6):
         for j in range(i):
@@ -2361,8 +2359,8 @@ def _on_device(x):
 
 
 def _target(x):
-    """(backend, arch, warp size (0 where unreported), the target (None where the driver gives none)) of x's device, as
-    Triton's active driver reports it; a ValueError for CPU tensors outside the interpreter."""
+    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's active driver reports it; a
+    ValueError for CPU tensors outside the interpreter."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
     if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
@@ -2398,15 +2396,11 @@ class _Device:
             self.sm_count = properties.multi_processor_count
             self.evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
         elif x.device.type == "npu":
-            try:
+            with contextlib.suppress(Exception):
                 cores = triton.runtime.driver.active.utils.get_device_properties(self.index)["num_vectorcore"]
                 self.sm_count = cores if isinstance(cores, int) and cores > 0 else None
-            except Exception:
-                pass
-            try:  # triton-ascend's compiler asks the runtime for the SoC (cached): ask it here, before any fork
-                triton.runtime.driver.active.utils.get_arch()
-            except Exception:
-                pass
+            with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
+                triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
         try:
             name = self.module.get_device_name(x.device)
         except Exception:  # no module, or none that names its devices
@@ -2442,9 +2436,9 @@ class _Device:
                            ieee=self.ieee.get(self.route, {}))
 
     def scratch_for(self, stream, elements):
-        """The scratch of a call on stream, at least elements long: kept for this thread's next call on the stream,
-        which the stream orders after this one; a new one each call where the stream is not known (None) or is being
-        captured into a graph (a graph keeps the memory it captured, from its own pool)."""
+        """The scratch of a call on stream, at least elements long: kept for this thread's next call there, which the
+        stream orders after this one; a new one where the stream is unknown (None) or captured (a graph keeps its
+        own)."""
         kept = getattr(self.scratch, "by_stream", None)
         if kept is None:
             kept = self.scratch.by_stream = {}
@@ -2533,9 +2527,9 @@ def _take_first_rung(device, shape=None):
 
 
 def _leave_rung(device, why, mechanism=None):
-    """Leaves the first rung for the next, with one warning that says why (a RuntimeError where none remains), and
-    forgets what every shape found on it; mechanism: an ordering found broken, which costs every rung relying on it
-    (Route.ordering) at once. The caller takes the next rung (_take_first_rung)."""
+    """Leaves the first rung, with one warning that says why (a RuntimeError where none remains), and what every shape
+    found on it; mechanism: an ordering found broken, which every rung relying on it is left with. The caller then
+    takes the next rung (_take_first_rung)."""
     failed = [r for r in device.routes if r == device.route or mechanism and ROUTE_TABLE[r].ordering == mechanism]
     if mechanism:
         why += f": every rung relying on the {mechanism} ({ORDERINGS[mechanism]}) is left with it"
@@ -2554,8 +2548,7 @@ def _leave_rung(device, why, mechanism=None):
 
 
 def _kernel_failed(device, exc):
-    """A kernel that cannot run here (exc: its KernelFailure): a proof's own costs the proof, a rung's the rung
-    (returns True: the caller takes the next)."""
+    """A kernel's KernelFailure: a proof's own costs the proof, a rung's the rung (True: the caller takes the next)."""
     if exc.launch.name in _PROOF_OF_LAUNCH:
         _cannot_judge(device, _PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
         return False
@@ -2642,9 +2635,8 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 def _prove(device, key, specialization, found, args):
-    """Runs the proofs that the rung's kernels have not yet passed for a call (its shape key, specialization, kernels
-    and arguments); on the first verdict that leaves the rung, leaves it and returns that verdict; None where every
-    proof passed or cannot judge here."""
+    """Runs the proofs that the rung's kernels have not passed for a call yet; returns the first verdict that leaves the
+    rung (having left it), or None."""
     _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
     for proof in PROOFS:
         if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
@@ -2712,8 +2704,7 @@ def _witness_host_work(device, pairs, wait_for):
 
 
 def _fill_table(device, launch):
-    """Fills the device's table, reads it back and checks it against the sigmoid (_table_fault): a table that is not
-    the sigmoid leaves the witness unable to judge this device."""
+    """Fills the device's table and reads it back: the witness cannot judge one that is not the sigmoid."""
     launch.kernel[launch.grid](device.table, **launch.constexprs, **launch.options)
     device.table_values = device.table.cpu().tolist()
     fault = _table_fault(device.table_values, loose=launch.constexprs["NPU_DIVISION"])
@@ -2722,8 +2713,7 @@ def _fill_table(device, launch):
 
 
 def _compile_key(pairs):
-    """What makes a set of (launch, args) one compile: their constexprs, options and pointers' addresses modulo
-    _ALIGNMENT."""
+    """What makes (launch, args) pairs one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
     return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
                   tuple(a.data_ptr() % _ALIGNMENT for a in launch_args if isinstance(a, torch.Tensor)))
                  for launch, launch_args in pairs)
@@ -2738,11 +2728,11 @@ def _ordering_pairs(plan, device):
                       torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
-# A proof's check kernel writes its run's stamp, a number of the run's own, last in each of its records (store_record):
-# a record holding another was not written by that run (a store the compiler dropped, a launch that did not run, memory
-# that a caching allocator handed back holding an earlier run's record), and the proof cannot judge. Stamps count up
-# from a random start in [2**30, 1.5 * 2**30): far above a record's counts, another for each copy of this module that
-# a process loads (their records share an allocator).
+# A proof's check kernel writes its run's stamp, a number of the run's own, last in each of its records
+# (_stamped_record): a record holding another was not written by that run (a store the compiler dropped, a launch that
+# did not run, memory that a caching allocator handed back holding an earlier run's record), and the proof cannot
+# judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a record's counts, another for each
+# copy of this module that a process loads (their records share an allocator).
 _STAMPS = itertools.count(2**30 + int.from_bytes(os.urandom(4), "little") % 2**29)
 
 
@@ -2972,9 +2962,8 @@ def _compile_all(pairs, device=None, while_compiling=None):
 
 
 def _compile(launch, args):
-    """Compiles a launch for these arguments and loads its binary as its first launch would (the loader checks shared
-    memory on Triton 3.x, Iluvatar's fork also threads), without running it: a failure there raises KernelFailure
-    "does not load", told apart from an error at run time. The compiled kernel; None under the interpreter."""
+    """The compiled kernel of a launch for these arguments (None under the interpreter), loaded with the loader's checks
+    (shared memory; Iluvatar's threads) without running it: KernelFailure "does not load", not an error at run time."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
@@ -2992,8 +2981,9 @@ class _DriverAsked(AttributeError):
 
 
 class _ChildDriver:
-    """Triton's driver in a compiling child: the parent's target and device index and a null stream, all the JIT of
-    Triton 3.0-3.9 and triton-ascend 3.2 asks, and no device call (no device context survives a fork)."""
+    """Triton's driver in a compiling child: the parent's target and device index and a null stream, all that the JIT
+    of Triton 3.0, 3.1, 3.2, 3.5, 3.6, 3.9 and triton-ascend 3.2 asks, and no device call (no device context survives a
+    fork). Anything else raises _DriverAsked, and the parent compiles alone."""
 
     def __init__(self, target, index):
         self._target, self._index = target, index
@@ -3024,7 +3014,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
     process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A death is the kernel's
     (KernelFailure "kills its compiler") where it kills a fresh interpreter's compile too (_in_fresh_interpreters);
     else it was this process's. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT asking
-    the driver for more), this process compiles alone from then on, with one warning. while_compiling: _compile_all's."""
+    the driver for more), this process compiles alone from then on, with one warning. while_compiling: as in
+    _compile_all."""
     if _no_children or target is None or not hasattr(os, "fork"):
         if while_compiling is not None:
             while_compiling(None)
@@ -3042,8 +3033,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
                     raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
                         "in a fresh interpreter too" if verdict == "died" else
                         f"no fresh interpreter could tell whether it is the kernel's doing ({fresh})"), pairs[i][0])
-            why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a fresh "
-                   f"interpreter compiles: the death was this process's")
+            why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a "
+                   f"fresh interpreter compiles: the death was this process's")
         else:
             why = next((detail for verdict, detail in verdicts if verdict == "no child"), None)
             if why is None:
@@ -3060,10 +3051,8 @@ def _keys_before_fork(kernels):
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
         triton_key = getattr(sys.modules.get(module), "triton_key", None)
         if callable(triton_key):
-            try:
+            with contextlib.suppress(Exception):  # the compile meets it again, and says why
                 triton_key()
-            except Exception:  # the compile meets it again, and says why
-                pass
             break
     for kernel in kernels:
         try:
@@ -3079,7 +3068,8 @@ def _in_children(jobs, target, index, while_compiling=None):
     signal, or an exit before its verdict); "no child" where none could start or be waited for, its JIT asked the
     driver for more, or it told nothing in CHILD_COMPILE_TIMEOUT_S (its process group is then killed). What this
     process left its garbage collector is frozen across the forks: a child collecting it would run destructors without
-    the threads they join (Triton 3.0 and 3.1 leave MLIR contexts with thread pools; a child freeing one dies or hangs)."""
+    the threads they join (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or
+    hangs)."""
     freeze = getattr(gc, "freeze", None)
     with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
@@ -3309,7 +3299,7 @@ def _in_fresh_interpreters(jobs, target):
 
 
 def _fresh_verdict(child, deadline):
-    """The (verdict, detail) of one fresh interpreter of _in_fresh_interpreters, waited for until deadline."""
+    """The (verdict, detail) of one fresh interpreter, waited for until deadline."""
     try:
         told, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -3328,9 +3318,8 @@ def _fresh_verdict(child, deadline):
 
 
 def resident_programs(kernel, device_index, warp_size):
-    """How many programs of a compiled (and loaded: _compile) kernel one SM holds at once, by its registers and its
-    shared memory, reckoned as Triton's fused-softmax tutorial does; None where Triton or the driver does not tell.
-    It sets only how many programs a persistent route launches, never what they compute: a failure costs speed."""
+    """How many programs of a loaded kernel one SM holds at once, by registers and shared memory (as Triton's fused-
+    softmax tutorial reckons); None where not told. It sets how many programs a persistent route launches, no more."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
         threads = kernel.metadata.num_warps * warp_size
@@ -3367,9 +3356,8 @@ def route_for(device):
 
 
 def _specialization(addresses, strides, storage_sizes=None):
-    """The key a call's compiled kernels are found by (see _ALIGNMENT): the main kernel's pointers' addresses modulo
-    _ALIGNMENT and the six row strides; on AMD also whether each tensor's storage is under 2 GiB (storage_sizes, in
-    bytes: 32-bit buffer offsets)."""
+    """The key a call's compiled kernels are found by: the pointers' addresses modulo _ALIGNMENT and the row strides;
+    on AMD also whether each tensor's storage (storage_sizes, bytes) is under 2 GiB (32-bit buffer offsets)."""
     key = (tuple(address % _ALIGNMENT for address in addresses), strides)
     if storage_sizes is None:
         return key
@@ -3384,9 +3372,8 @@ def _specialization_of(device, tensors, strides):
 
 
 def _current_stream(device):
-    """The stream a launch on device goes to, as Triton's driver gives it; None where the device launches no ready
-    calls (_Device.launches_ready), is not the current one, or the driver does not say (a call then takes the long
-    way, through _on_device and the JIT's own lookups)."""
+    """The driver's stream for a launch on device; None where the device launches no ready calls, is not the current
+    one, or the driver does not say (the call then takes the long way)."""
     if not device.launches_ready:
         return None
     try:
