@@ -2414,7 +2414,9 @@ class _Device:
         # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
                                and not self.specializes_on_storage_size)
-        self.ready = {}  # (M, H, settings, specialization): the _ReadyLaunch of each of the call's kernels
+        # (M, H, settings, specialization): (compiled kernel, grid, argument indices (None: all), constexprs) of each
+        # of a ready call's kernels: plain tuples, which unpack faster than named ones (the ready path unpacks them)
+        self.ready = {}
         self.last_ready = None  # (the call, its scratch, its ready launches) of the last call launched from ready
         self.scratch = threading.local()  # by_stream: {stream: the scratch of this thread's calls there}
         capturing = getattr(self.module, "is_current_stream_capturing", None)
@@ -2458,14 +2460,6 @@ class _CallKernel(NamedTuple):
     arg_indices: tuple
     compiled: dict
     loaded: set
-
-
-class _ReadyLaunch(NamedTuple):
-    """A kernel of a ready call: launched as kernel[grid](arguments (arg_indices None: all the call's), constexprs)."""
-    kernel: object
-    grid: tuple
-    arg_indices: Optional[tuple]
-    constexprs: tuple
 
 
 # ---------------------------------------------------------------- the ladder
@@ -3439,8 +3433,8 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     kernel, direct = _launch_all(found, args, specialization, device, stream)
     if direct and stream is not None:
         device.ready[(M, H, settings, specialization)] = tuple(
-            _ReadyLaunch(compiled[specialization], planned.grid, None if len(indices) == len(args) else indices,
-                         compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found)
+            (compiled[specialization], planned.grid, None if len(indices) == len(args) else indices,
+             compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found)
     return kernel
 
 
