@@ -2462,8 +2462,6 @@ class _CallKernel(NamedTuple):
     loaded: set
 
 
-# ---------------------------------------------------------------- the ladder
-
 def _take_first_rung(device, shape=None):
     """Makes the first remaining rung one that runs here: its table filled and a native rung's probe run, their kernels
     compiled in one batch of children with the witness's and those of the call setting the device up (shape: its key),
@@ -2608,8 +2606,6 @@ def ladder_for(device):
     return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
             + [(route, "not tried") for route in dev.routes[1:]])
 
-
-# ---------------------------------------------------------------- the proofs
 
 class Verdict(NamedTuple):
     """What one proof found of the rung it ran on. leave: why the rung is left (None: it passed); mechanism: the
@@ -2913,8 +2909,6 @@ def _probe_why(counts, findings, checks):
     others = ", ".join(f"{c} {counts[c]}" for c in checks[1:])
     return findings[checks[0]] + (f" (and in {others})" if others else "")
 
-
-# ---------------------------------------------------------------- compiling
 
 class KernelFailure(Exception):
     """A kernel that cannot run on this device: `what` ("does not load", "kills its compiler"...) and `why`; `launch`,
@@ -3324,8 +3318,6 @@ def resident_programs(kernel, device_index, warp_size):
         return None
     return held if held > 0 else None
 
-
-# ---------------------------------------------------------------- the launcher
 
 _devices = {}
 
