@@ -2197,10 +2197,12 @@ def _expected_layout(M, H):
             "y_s_t": ((H, M // GROUP_SIZE), torch.float32)}
 
 
+_ARGUMENT_NAMES = tuple(_expected_layout(GROUP_SIZE, GROUP_SIZE))
+
+
 def _row_stride(name, t, shape, dtype, device):
-    """(t's row stride, the elements its rows span), once t is checked as argument `name`: a ValueError says what was
-    wrong otherwise. Rows may have any stride that keeps them apart and fits int32; elements within a row must be
-    adjacent."""
+    """(t's row stride, the elements its rows span), else a ValueError: rows may have any stride that keeps them apart
+    and fits int32; a row's elements are adjacent."""
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.shape != shape:
@@ -2222,10 +2224,9 @@ def _row_stride(name, t, shape, dtype, device):
 
 
 def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size):
-    """(M, H, the six row strides, whether offsets need 64 bits, the six tensors' addresses) for valid arguments; a
-    ValueError that says what was wrong otherwise. The rules (_check_layout) run once for each signature of the
-    tensors (shape, strides, dtype, device of each), and every call's signature is looked up: a call can only pass
-    where one with the same signature passed them. Whether outputs share memory is reckoned on every call."""
+    """(M, H, the six row strides, whether offsets need 64 bits, the six tensors' addresses), else a ValueError that
+    says what is wrong: the rules (_check_layout) run once a signature of the tensors (shapes, strides, dtypes,
+    devices), looked up every call; whether outputs share memory is reckoned every call."""
     try:
         signature = (group_size, x.shape, x.stride(), x.dtype, x.device, grad_y.shape, grad_y.stride(), grad_y.dtype,
                      grad_y.device, grad_input_q.shape, grad_input_q.stride(), grad_input_q.dtype, grad_input_q.device,
@@ -2234,9 +2235,8 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
         checked = _checked.get(signature)
     except Exception:  # not a tensor, or one without strides: the rules say what is wrong
         signature = checked = None
-    tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
     if checked is None:
-        checked = _check_layout(tensors, group_size)
+        checked = _check_layout((x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t), group_size)
         if signature is not None:
             _checked[signature] = checked
     M, H, strides, index_64, sizes, apart = checked
@@ -2249,9 +2249,8 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
 
 
 def _check_layout(tensors, group_size):
-    """The rules on a call's tensors, all but whether outputs share memory: (M, H, the six row strides, whether
-    offsets need 64 bits, the bytes from each tensor's first element to its last (None for meta tensors), a slot for
-    the last addresses found apart)."""
+    """The rules but whether outputs share memory: (M, H, the row strides, whether offsets need 64 bits, each tensor's
+    bytes from its first element to its last (None for meta tensors), a slot for the last addresses found apart)."""
     x = tensors[0]
     if group_size != GROUP_SIZE:
         raise ValueError(f"group_size must be {GROUP_SIZE}, got {group_size}")
@@ -2265,7 +2264,7 @@ def _check_layout(tensors, group_size):
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
     strides, sizes = [], []
-    span = M * H  # the scratch slots'
+    span = M * H  # the scratch's
     for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors):
         row_stride, elements = _row_stride(name, t, shape, dtype, x.device)
         strides.append(row_stride)
@@ -2278,22 +2277,16 @@ _checked = {}  # the signature of a call's tensors: what _check_layout found of 
 
 
 def _check_outputs_apart(addresses, sizes):
-    """A ValueError where an output's bytes meet an input's or another output's. addresses and sizes: the first byte
-    and the bytes of x, grad_y and the outputs, in order; a tensor's bytes run from its first element to its last, the
-    gaps between strided rows included (so rows that only interleave count as shared). x and grad_y, only read, may
-    share."""
+    """A ValueError where an output's bytes (from its first element to its last) meet an input's or another output's;
+    x and grad_y, only read, may share."""
     ends = [start + size for start, size in zip(addresses, sizes)]
     for i in range(2, 6):
-        start, end = addresses[i], ends[i]
         for j in range(i):
-            if start < ends[j] and addresses[j] < end:
+            if addresses[i] < ends[j] and addresses[j] < ends[i]:
                 raise ValueError(f"{_ARGUMENT_NAMES[i]} shares memory with {_ARGUMENT_NAMES[j]}: every output must "
                                  "have memory of its own, shared with no input and no other output (a tensor's "
                                  "memory here: its bytes from its first element to its last, the gaps between "
                                  "strided rows included)")
-
-
-_ARGUMENT_NAMES = ("x", "grad_y", "grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 
 
 # ---------------------------------------------------------------- devices and the launcher
@@ -2304,16 +2297,14 @@ def _device_module(x):
 
 
 def _on_device(x):
-    """A context that makes x's device current, through its own torch module (never torch.cuda for
-    another device type)."""
+    """A context that makes x's device current, through its own torch module (never torch.cuda for another type)."""
     module = _device_module(x)
     return module.device(x.device) if hasattr(module, "device") else contextlib.nullcontext()
 
 
 def _target(x):
-    """(backend, arch, warp size, the target itself) of x's device, as Triton's active driver reports it (warp size 0
-    where it reports none; the target None where the driver gives none); a ValueError for CPU tensors outside the
-    interpreter."""
+    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's active driver reports it; a
+    ValueError for CPU tensors outside the interpreter."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
     if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
@@ -2327,28 +2318,243 @@ def _target(x):
         return ("unknown", None, 0, None)
 
 
-def _driver_cores(device_index):
-    """The vector cores of an Ascend device, as triton-ascend's driver reports them; None where it does not."""
-    try:
-        cores = triton.runtime.driver.active.utils.get_device_properties(device_index)["num_vectorcore"]
-    except Exception:
-        return None
-    return cores if isinstance(cores, int) and cores > 0 else None
+class _Device:
+    """One device's state, set up on its first call there: its backend and target, its ladder (routes: the rungs
+    remaining, the first taken; left: (route, why) of each rung left; probes and ieee: what a rung's probe found and the
+    features it runs in their IEEE form), the sigmoid table, what each shape key (M, H, index_64, settings) launches,
+    what the proofs found, the ready calls and the scratch. The ladder (_take_first_rung, _leave_rung) and the proofs
+    (_prove) act on it."""
+
+    def __init__(self, x):
+        forced_route = os.environ.get(ROUTE_ENV)
+        if forced_route and forced_route not in ROUTES:
+            raise ValueError(f"{ROUTE_ENV} must be one of {ROUTES}, got {forced_route!r}")
+        if forced_route and not route_available(forced_route):
+            raise ValueError(f"{ROUTE_ENV}={forced_route} needs tl.gather, which this Triton "
+                             f"({triton.__version__}) lacks or cannot compile; choose a route without the table")
+        self.index, self.module = x.get_device(), _device_module(x)
+        target, self.arch, reported_warp_size, self.target = _target(x)
+        self.sm_count = self.evict_bytes = None  # the SMs (on Ascend the vector cores); twice L2, where it is told
+        if x.is_cuda:
+            properties = torch.cuda.get_device_properties(x.device)
+            self.sm_count = properties.multi_processor_count
+            self.evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
+        elif x.device.type == "npu":
+            with contextlib.suppress(Exception):
+                cores = triton.runtime.driver.active.utils.get_device_properties(self.index)["num_vectorcore"]
+                self.sm_count = cores if isinstance(cores, int) and cores > 0 else None
+            with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
+                triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
+        try:
+            name = self.module.get_device_name(x.device)
+        except Exception:  # no module, or none that names its devices
+            name = None
+        self.backend = backend_for(x.device.type, target, name)
+        self.warp_size = reported_warp_size or self.backend.warp_size
+        self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
+        self.left, self.probes, self.ieee = [], {}, {}  # [(route, why)]; route: {check: differences}, {feature: why}
+        self.launches, self.proof_launches, self.settings = {}, {}, {}  # key: [_CallKernel], {name: launch}, settings
+        self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
+        # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's.
+        self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
+                               and not self.specializes_on_storage_size)
+        # (M, H, settings, specialization): (compiled kernel, grid, argument indices (None: all), constexprs) of each
+        # of a ready call's kernels: plain tuples, which unpack faster than named ones (the ready path unpacks them)
+        self.ready = {}
+        self.last_ready = None  # (the call, its scratch, its ready launches) of the last call launched from ready
+        self.scratch = threading.local()  # by_stream: {stream: the scratch of this thread's calls there}
+        capturing = getattr(self.module, "is_current_stream_capturing", None)
+        self.capturing = capturing if callable(capturing) else lambda: False
+        self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
+        self.table_values = None  # the table, read back once filled (the witness's expectations read it)
+        self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
+        self.cannot_judge = {}  # proof: why it cannot judge this device's kernels, once found
+        self.expectations = {}  # finite_only: the witness's expectations, from this table (_witness_expectations)
+        self.proofs_compiled = set()  # the compile keys of the proofs' kernels compiled here
+
+    @property
+    def route(self):
+        return self.routes[0]
+
+    def _plan(self, M, H, index_64=False, settings=None, resident=None):
+        return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
+                           warp_size=self.warp_size, settings=settings, index_64=index_64, resident=resident,
+                           ieee=self.ieee.get(self.route, {}))
+
+    def scratch_for(self, stream, elements):
+        """The scratch of a call on stream, at least elements long: kept for this thread's next call there, which the
+        stream orders after this one; a new one where the stream is unknown (None) or captured (a graph keeps its
+        own)."""
+        kept = getattr(self.scratch, "by_stream", None)
+        if kept is None:
+            kept = self.scratch.by_stream = {}
+        scratch = kept.get(stream)
+        keep = stream is not None and not self.capturing()
+        if scratch is None or scratch.numel() < elements or not keep:
+            scratch = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
+            if keep:
+                kept[stream] = scratch
+        return scratch
 
 
-def _device_name(x):
-    module = _device_module(x)
-    try:
-        return module.get_device_name(x.device)
-    except Exception:  # no module, or none that names its devices
-        return None
+class _CallKernel(NamedTuple):
+    """One of a call's kernels on the rung taken: its launch, the indices of its arguments among the call's, its
+    compiled kernels by specialization (None: launched through the JIT), the specializations compiled and loaded."""
+    launch: object
+    arg_indices: tuple
+    compiled: dict
+    loaded: set
+
+
+def _take_first_rung(device, shape=None):
+    """Makes the first remaining rung one that runs here: its table filled and a native rung's probe run, their kernels
+    compiled in one batch of children with the witness's and those of the call setting the device up (shape: its key),
+    so that a cold start waits for the slowest compile, not the sum. A rung whose kernel does not compile, or whose
+    probe finds a difference that no feature in its IEEE form explains, is left; one that a feature explains turns it
+    IEEE. An error at run time is raised, not hidden."""
+    while True:
+        plan = device._plan(GROUP_SIZE, GROUP_SIZE)
+        probe = plan.get("probe")
+        probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=device.table.device)
+        witness = [pair for pair in _witness_pairs(device)
+                   if _compile_key([pair]) not in device.proofs_compiled  # a rung before this one compiled it
+                   # the same kernel as the rung's own table; or a table already filled
+                   and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or device.table_values))]
+        call = []  # the kernels of the call that sets the device up, with its ordering check
+        if shape is not None:
+            try:
+                call_plan = device._plan(*shape)
+                call = _stand_in_pairs(device, _call_kernels(call_plan)) + (
+                    [] if "ordering" in device.cannot_judge else _ordering_pairs(call_plan, device.table.device))
+            except ValueError:  # a grid too large: _call_launches meets it again, and raises
+                pass
+        pairs = ([(plan[name], (probe_out, device.table) if name == "probe" else (device.table,))
+                  for name in PER_DEVICE_LAUNCHES if name in plan] + witness + call)
+        try:
+            _compile_all(pairs, device, lambda wait_for: _witness_host_work(device, pairs, wait_for))
+        except KernelFailure as exc:
+            _kernel_failed(device, exc)
+            continue
+        device.proofs_compiled.update(_compile_key([pair]) for pair in witness + _ordering_pairs(
+            {launch.name: launch for launch, _ in pairs}, device.table.device))
+        # The route's own table, else the witness's (none once the witness cannot judge here).
+        table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in _witness_pairs(device)}.get(
+            "witness_table")
+        if table is not None and not device.table_values:
+            _fill_table(device, table)
+        if probe is not None:
+            probe.kernel[probe.grid](probe_out, device.table, **probe.constexprs, **probe.options)
+            counts, findings = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
+            device.probes[device.route] = counts
+            ieee = device.ieee.setdefault(device.route, {})
+            turn = ieee_features_for(device.route, findings, ieee)
+            if turn:
+                ieee.update((feature, findings[check]) for feature, check in turn.items())
+                warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {device.route} route on this {device.backend.name} "
+                              f"device runs its {', '.join(sorted(turn))} in the IEEE form: "
+                              f"{_probe_why(counts, findings, findings)}", RuntimeWarning, stacklevel=5)
+                continue
+            if turn is None:  # the checks that no feature in its IEEE form explains
+                _leave_rung(device, _probe_why(counts, findings, set(findings) - _explained_checks(ieee)))
+                continue
+        if hasattr(device.module, "synchronize"):
+            device.module.synchronize()  # the table is filled before a call on any stream reads it
+        return
+
+
+def _leave_rung(device, why, mechanism=None):
+    """Leaves the first rung, with one warning that says why (a RuntimeError where none remains), and what every shape
+    found on it; mechanism: an ordering found broken, which every rung relying on it is left with. The caller then
+    takes the next rung (_take_first_rung)."""
+    failed = [r for r in device.routes if r == device.route or mechanism and ROUTE_TABLE[r].ordering == mechanism]
+    if mechanism:
+        why += f": every rung relying on the {mechanism} ({ORDERINGS[mechanism]}) is left with it"
+    routes = f"route{'s' if len(failed) > 1 else ''}"
+    if len(failed) == len(device.routes):
+        raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: the {' and '.join(failed)} {routes}, the last "
+                           f"{'ones' if len(failed) > 1 else 'one'} remaining on this {device.backend.name} device, "
+                           f"cannot run: {why}")
+    device.routes = [r for r in device.routes if r not in failed]
+    device.left += [(r, why) for r in failed]
+    for found_on_the_rung in (device.launches, device.proof_launches, device.settings, device.proven, device.ready):
+        found_on_the_rung.clear()
+    device.last_ready = None
+    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} {routes} on this {device.backend.name} "
+                  f"device: {why}; taking the {device.route} route", RuntimeWarning, stacklevel=5)
+
+
+def _kernel_failed(device, exc):
+    """A kernel's KernelFailure: a proof's own costs the proof, a rung's the rung (True: the caller takes the next)."""
+    if exc.launch.name in _PROOF_OF_LAUNCH:
+        _cannot_judge(device, _PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
+        return False
+    _leave_rung(device, _compile_failure(exc))
+    return True
+
+
+def _call_launches(device, key, args, specialization):
+    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings), settings None: the route's own), found once
+    per shape: the first rung whose kernels, and the proofs' launches planned with them, all compile for these
+    arguments. A persistent rung's grid is then planned again from the programs an SM holds of its compiled kernel."""
+    M, H, index_64, settings = key
+    found = device.launches.get(key)
+    resident = None
+    while found is None:
+        planned_with = settings or launch_settings(device.backend, M, H, device.sm_count, device.route,
+                                                   device.warp_size, resident)
+        plan = device._plan(M, H, index_64, planned_with)
+        found = [_CallKernel(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in
+                                           launch.signature), {}, {specialization}) for launch in _call_kernels(plan)]
+        device.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES
+                                               if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
+        device.settings[key] = planned_with
+        ordering = [pair for pair in _ordering_pairs(proofs, device.table.device)
+                    if _compile_key([pair]) not in device.proofs_compiled]
+        try:
+            # A grid planned again (resident) compiles the same kernels: no children for them again.
+            kernels = _compile_all([(kernel.launch, tuple(args[i] for i in kernel.arg_indices)) for kernel in found]
+                                   + ordering, device if resident is None else None)
+        except KernelFailure as exc:
+            if _kernel_failed(device, exc):
+                _take_first_rung(device, key)
+            found = resident = None
+            continue
+        device.proofs_compiled.update(_compile_key([pair]) for pair in ordering)
+        for call_kernel, kernel in zip(found, kernels):
+            if call_kernel.launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
+                resident = resident_programs(kernel, device.index, device.warp_size)
+                if resident:
+                    found = None
+                    break
+    device.launches[key] = found
+    return found
+
+
+def ladder_for(device):
+    """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
+    ("left: why"), the one taken ("taken"), and those below it ("not tried")."""
+    dev = _device(torch.empty(0, device=device))
+    taken = "taken"
+    if not ROUTE_TABLE[dev.route].exact:
+        taken += (" (not byte-exact: the last rung computes as the reference is written, with the backend's exp, "
+                  "division and casts, and is held to the judge's tolerance only)")
+    if dev.route in dev.probes:
+        counts = dev.probes[dev.route]
+        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(c for c, n in counts.items() if not n)}"
+        taken += "".join(f"; {c}: {n} differences, unused by the features in their IEEE form"
+                         for c, n in counts.items() if n) + ")"
+    for feature, why in dev.ieee.get(dev.route, {}).items():
+        taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
+    for proof, why in dev.cannot_judge.items():
+        taken += f" (unproven by the {proof}: it cannot judge this device: {why})"
+    return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
+            + [(route, "not tried") for route in dev.routes[1:]])
 
 
 class Verdict(NamedTuple):
-    """What one proof found of the rung it ran on. leave: why the rung is left (None: it passed). mechanism: where the
-    fault is an ordering the rung relies on (Route.ordering), every rung relying on it is left with it, at once.
-    unjudged: why the proof itself cannot judge here (its own fault, found by its host twin or arbiter): warned once,
-    and no rung is left for it."""
+    """What one proof found of the rung it ran on. leave: why the rung is left (None: it passed); mechanism: the
+    ordering at fault (Route.ordering), where every rung relying on it is left at once; unjudged: why the proof cannot
+    judge here (a fault of its own, that its host side finds): warned once, and no rung left for it."""
     leave: Optional[str] = None
     mechanism: Optional[str] = None
     unjudged: Optional[str] = None
@@ -2362,297 +2568,86 @@ PROOFS = ("ordering", "witness")
 _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering": "ordering"}
 
 
-class _Device:
-    """What a call needs to know about its device, set up on its first call there: its backend and its ladder of routes
-    (only the one forced by SILU_DOT_ROUTE as it is then), the target's arch and warp size, the number of SMs (None
-    where unknown), the sigmoid table, the launches of each shape seen, and whether Triton specializes pointers on
-    their storage's size there. Before any output is written the first rung is settled: the table is filled, and a
-    native route's probe run (_settle). Then each call's kernels pass the proofs (PROOFS) before they write its
-    outputs; the ladder acts on their verdicts."""
+def _prove(device, key, specialization, found, args):
+    """Runs the proofs that the rung's kernels have not passed for a call yet; returns the first verdict that leaves the
+    rung (having left it), or None."""
+    _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
+    for proof in PROOFS:
+        if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
+            launch = device.proof_launches.get(key, {}).get("ordering")
+            passed = launch and (proof, tuple(launch.constexprs.items()), tuple(launch.options.items()))
+        else:
+            passed = (proof, key, specialization)
+        if proof in device.cannot_judge or not passed or passed in device.proven:
+            continue
+        verdict = _PROOF_RUNS[proof](device, key, found, args)
+        if verdict.unjudged:
+            _cannot_judge(device, proof, verdict.unjudged)
+        elif verdict.leave:
+            _leave_rung(device, verdict.leave, verdict.mechanism)
+            _take_first_rung(device, key)
+            return verdict
+        else:
+            device.proven.add(passed)
+    device.proven.add((key, specialization))
+    return None
 
-    def __init__(self, x, shape=None):
-        forced_route = os.environ.get(ROUTE_ENV)
-        if forced_route and forced_route not in ROUTES:
-            raise ValueError(f"{ROUTE_ENV} must be one of {ROUTES}, got {forced_route!r}")
-        if forced_route and not route_available(forced_route):
-            raise ValueError(f"{ROUTE_ENV}={forced_route} needs tl.gather, which this Triton "
-                             f"({triton.__version__}) lacks or cannot compile; choose a route without the table")
-        self.index = x.get_device()
-        self.module = _device_module(x)
-        target, self.arch, reported_warp_size, self.target = _target(x)
-        self.sm_count = None  # on Ascend its vector cores
-        self.evict_bytes = None  # what pushes everything out of its L2 (twice its size), where it tells the size
-        if x.is_cuda:
-            properties = torch.cuda.get_device_properties(x.device)
-            self.sm_count = properties.multi_processor_count
-            self.evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
-        elif x.device.type == "npu":
-            self.sm_count = _driver_cores(self.index)
-            try:  # triton-ascend's compiler asks the runtime for the SoC (cached): ask it here, before any fork
-                triton.runtime.driver.active.utils.get_arch()
-            except Exception:
-                pass
-        self.backend = backend_for(x.device.type, target, _device_name(x))
-        self.warp_size = reported_warp_size or self.backend.warp_size
-        self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
-        self.left = []  # (route, why) for each rung left, in order
-        self.probes = {}  # route: {check: differences} of each probe run
-        self.ieee = {}  # route: the features it runs in their IEEE form here, and why
-        self.launches = {}  # shape key: the call's launches (call_launches)
-        self.proof_launches = {}  # shape key: {name: launch} of the proofs' launches planned with the call's
-        self.settings = {}  # shape key: the LaunchSettings its launches were planned with
-        self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
-        self.ready = {}  # (M, H, settings, specialization) of a call proven and launched directly: its launches
-        self.last_ready = None  # (the call, its scratch, its launches) of the last call launched from ready
-        self.scratch = threading.local()  # by_stream: {stream: the scratch of this thread's calls there}
-        capturing = getattr(self.module, "is_current_stream_capturing", None)
-        self.capturing = capturing if callable(capturing) else lambda: False
-        # Calls proven at their key launch their compiled kernels straight away where the key covers the JIT's.
-        self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
-                               and not self.specializes_on_storage_size)
-        self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
-        self.table_values = None  # the table, read back once filled (the witness's expectations read it)
-        self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
-        self.unjudged = {}  # proof: why it cannot judge this device's kernels, once found
-        self.expectations = {}  # finite_only: the witness's expectations, from this table (_witness_expectations)
-        self.proofs_compiled = set()  # the keys of the proofs' kernels compiled here (_proof_pairs)
-        _refuse_capture(self.module, "the first call on a device proves its arithmetic")
-        with _on_device(x):
-            self._settle(shape)
 
-    @property
-    def route(self):
-        return self.routes[0]
+def _cannot_judge(device, proof, why):
+    device.cannot_judge[proof] = why
+    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this "
+                  f"{device.backend.name} device ({why}): the {device.route} route and every later one run "
+                  f"unproven by it", RuntimeWarning, stacklevel=5)
 
-    def scratch_for(self, stream, elements):
-        """The scratch of a call on stream, at least elements long. Kept for this thread's next call on the same stream,
-        which the stream orders after this one (a thread of its own: a two-pass rung's two kernels hand y over in it);
-        a new one each call where the stream is not known (None) or is being captured into a graph (a graph keeps the
-        memory it captured, from its own pool)."""
-        kept = getattr(self.scratch, "by_stream", None)
-        if kept is None:
-            kept = self.scratch.by_stream = {}
-        scratch = kept.get(stream)
-        keep = stream is not None and not self.capturing()
-        if scratch is None or scratch.numel() < elements or not keep:
-            scratch = torch.empty(elements, dtype=torch.bfloat16, device=self.table.device)
-            if keep:
-                kept[stream] = scratch
-        return scratch
 
-    def _plan(self, M, H, index_64=False, settings=None, resident=None):
-        return launch_plan(self.backend, M, H, route=self.route, arch=self.arch, sm_count=self.sm_count,
-                           warp_size=self.warp_size, settings=settings, index_64=index_64, resident=resident,
-                           ieee=self.ieee.get(self.route, {}))
+def _stand_in_pairs(device, launches):
+    """[(launch, stand-in arguments)] of launches, for compiling before a call brings its own: tensors of the kernels'
+    types (KERNEL_ARGUMENTS, the witness's) at the alignment of any allocation here, GROUP_SIZE for each integer."""
+    dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
+    named = {name: torch.empty(16, dtype=dtypes[kind], device=device.table.device) if kind in dtypes else GROUP_SIZE
+             for name, kind in KERNEL_ARGUMENTS + _WITNESS_ARGUMENTS}
+    return [(launch, tuple(named[name] for name in launch.signature)) for launch in launches]
 
-    def _leave(self, why, mechanism=None):
-        """Leaves the first rung for the next, with one warning that says why; raises where none is left. mechanism:
-        an ordering found broken, which costs every rung that relies on it (Route.ordering), in the same warning."""
-        failed = [r for r in self.routes if r == self.route or mechanism and ROUTE_TABLE[r].ordering == mechanism]
-        if mechanism:
-            why += f": every rung relying on the {mechanism} ({ORDERINGS[mechanism]}) is left with it"
-        if len(failed) == len(self.routes):
-            raise RuntimeError(f"silu_dot_fwd_bwd_quant_fuse: the {' and '.join(failed)} route"
-                               f"{'s' if len(failed) > 1 else ''}, the last {'ones' if len(failed) > 1 else 'one'} "
-                               f"remaining on this {self.backend.name} device, cannot run: {why}")
-        self.routes = [r for r in self.routes if r not in failed]
-        self.left += [(r, why) for r in failed]
-        for found_for_the_rung in (self.launches, self.proof_launches, self.settings, self.proven, self.ready):
-            found_for_the_rung.clear()  # every shape takes the next rung, and is proven again there
-        self.last_ready = None
-        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} route{'s' if len(failed) > 1 else ''} "
-                      f"on this {self.backend.name} device: {why}; taking the {self.route} route", RuntimeWarning,
-                      stacklevel=5)
 
-    def _settle(self, shape=None):
-        """Makes the first rung one that runs here: a route whose table or probe kernel does not compile, or whose probe
-        finds a difference, is left. An error at run time is raised, not hidden. shape: the (M, H, index_64, settings)
-        of the call that settles it, whose kernels are compiled here too (_call_pairs)."""
-        while True:
-            plan = self._plan(GROUP_SIZE, GROUP_SIZE)
-            per_device = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan]
-            probe = plan.get("probe")
-            probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=self.table.device)
-            # The proofs' kernels (the same for every shape but 64-bit ones) are compiled here, in the same children
-            # as the table's and the probe's: a cold start waits for the slowest compile, not the sum.
-            proof_pairs = [pair for pair in self._proof_pairs()
-                           if _compile_key([pair]) not in self.proofs_compiled  # a rung before this one compiled it
-                           # the same kernel as the rung's own table; or a table already filled
-                           and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or self.table_values))]
-            pairs = ([(launch, (probe_out, self.table) if launch is probe else (self.table,)) for launch in per_device]
-                     + proof_pairs + self._call_pairs(shape))
-            try:
-                _compile_all(pairs, self, lambda verdict_of: self._witness_meanwhile(pairs, verdict_of))
-            except KernelFailure as exc:
-                if exc.launch.name in _PROOF_OF_LAUNCH:  # it costs the proof, not the rung
-                    self._cannot_judge(_PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
-                else:
-                    self._leave(_compile_failure(exc))
-                continue
-            self.proofs_compiled.update(_compile_key([pair]) for pair in proof_pairs + _ordering_pairs(
-                {launch.name: launch for launch, _ in pairs}, self.table.device))
-            # The route's own table, else the witness's (none once the witness cannot judge here).
-            table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in self._proof_pairs()}.get(
-                "witness_table")
-            if table is not None and not self.table_values:
-                self._fill_table(table)
-            if probe is not None:
-                probe.kernel[probe.grid](probe_out, self.table, **probe.constexprs, **probe.options)
-                counts, findings = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
-                self.probes[self.route] = counts
-                ieee = self.ieee.setdefault(self.route, {})
-                turn = ieee_features_for(self.route, findings, ieee)
-                if turn:
-                    ieee.update((feature, findings[check]) for feature, check in turn.items())
-                    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {self.route} route on this {self.backend.name} "
-                                  f"device runs its {', '.join(sorted(turn))} in the IEEE form: "
-                                  f"{_probe_why(counts, findings, findings)}", RuntimeWarning, stacklevel=5)
-                    continue
-                if turn is None:  # the checks that no feature in its IEEE form explains
-                    self._leave(_probe_why(counts, findings, set(findings) - _explained_checks(ieee)))
-                    continue
-            if hasattr(self.module, "synchronize"):
-                self.module.synchronize()  # the table is filled before a call on any stream reads it
+def _witness_pairs(device):
+    """_stand_in_pairs of the witness's kernels: the same for every shape but 64-bit ones (they specialize on no
+    integer); none once the witness cannot judge here."""
+    if "witness" in device.cannot_judge:
+        return []
+    return _stand_in_pairs(device, witness_plan(device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route,
+                                                warp_size=device.warp_size).values())
+
+
+def _witness_host_work(device, pairs, wait_for):
+    """The witness's host work, done while the children compile pairs: its inputs; and once the table's child has
+    compiled it (wait_for: None where no child compiles), the table compiled here from the cache, filled, read back,
+    and the expectations computed from it. What fails here is met again after the children, where it says why."""
+    finite_only = not ROUTE_TABLE[device.route].exact
+    table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
+    try:
+        _witness_values(WITNESS_CHANNELS, finite_only)
+        if wait_for is None or not table or device.table_values or wait_for(table[0]) != "compiled":
             return
+        launch = pairs[table[0]][0]
+        _compile(launch, (device.table,))
+        _fill_table(device, launch)
+        if device.table_values and "witness" not in device.cannot_judge:
+            _witness_expectations(device, finite_only)
+    except Exception:  # met again after the children, where it says why
+        return
 
-    def _witness_meanwhile(self, pairs, verdict_of):
-        """The witness's host work, done while the children compile pairs: its inputs; and where the table's child has
-        compiled it (verdict_of, None where no child compiles), the table compiled here from the cache, filled, read
-        back, and the expectations computed from it. Anything that fails here is met again after the children, where
-        it says why."""
-        finite_only = not ROUTE_TABLE[self.route].exact
-        table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
-        try:
-            _witness_values(WITNESS_CHANNELS, finite_only)
-            if verdict_of is None or not table or self.table_values or verdict_of(table[0]) != "compiled":
-                return
-            launch = pairs[table[0]][0]
-            _compile(launch, (self.table,))
-            self._fill_table(launch)
-            if self.table_values and "witness" not in self.unjudged:
-                _witness_expectations(self, finite_only)
-        except Exception:  # met again after the children, where it says why
-            return
 
-    def _fill_table(self, launch):
-        """Fills the device's table, reads it back, and checks it against the sigmoid (_table_fault): a table that
-        is not the sigmoid leaves the witness unable to judge this device."""
-        launch.kernel[launch.grid](self.table, **launch.constexprs, **launch.options)
-        self.table_values = self.table.cpu().tolist()
-        fault = _table_fault(self.table_values, loose=launch.constexprs["NPU_DIVISION"])
-        if fault and "witness" not in self.unjudged:
-            self._cannot_judge("witness", fault)
-
-    def call_launches(self, M, H, index_64, settings, args, specialization):
-        """[(launch, the indices of its arguments in args, its compiled kernels by specialization, the specializations
-        compiled and loaded through _compile)] of a call's kernels (settings: the route's own where None), found once
-        per shape: the first rung of the ladder whose kernels, and its proofs' launches planned with them, all compile
-        for these arguments. A persistent route's grid is then planned again from the programs an SM holds of its
-        compiled kernel (resident_programs)."""
-        key = (M, H, index_64, settings)
-        found = self.launches.get(key)
-        resident = None
-        while found is None:
-            planned_with = settings or launch_settings(self.backend, M, H, self.sm_count, self.route, self.warp_size,
-                                                       resident)
-            plan = self._plan(M, H, index_64, planned_with)
-            found = [(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in launch.signature),
-                      {}, {specialization}) for launch in _call_kernels(plan)]
-            self.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES
-                                                 if name in plan and _PROOF_OF_LAUNCH[name] not in self.unjudged}
-            self.settings[key] = planned_with
-            ordering = [pair for pair in _ordering_pairs(proofs, self.table.device)
-                        if _compile_key([pair]) not in self.proofs_compiled]
-            try:
-                # A grid planned again (resident) compiles the same kernels: no children for them again.
-                kernels = _compile_all([(launch, tuple(args[i] for i in indices)) for launch, indices, _, _ in found]
-                                       + ordering, self if resident is None else None)
-            except KernelFailure as exc:
-                if exc.launch.name in _PROOF_OF_LAUNCH:  # it costs the proof, not the rung
-                    self._cannot_judge(_PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
-                else:
-                    self._leave(_compile_failure(exc))
-                    self._settle(key)
-                found = resident = None
-                continue
-            self.proofs_compiled.update(_compile_key([pair]) for pair in ordering)
-            for (launch, _, _, _), kernel in zip(found, kernels):
-                if launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
-                    resident = resident_programs(kernel, self.index, self.warp_size)
-                    if resident:
-                        found = None
-                        break
-        self.launches[key] = found
-        return found
-
-    def prove(self, key, specialization, found, args):
-        """Runs the proofs (PROOFS) that this rung's kernels have not yet passed for a call (its shape key,
-        specialization, launches and arguments); acts on the first verdict that leaves the rung (leave_shape) and
-        returns it, or returns None where every proof passed or cannot judge here."""
-        _refuse_capture(self.module, "the first call of each shape proves its kernels on the device")
-        for proof in PROOFS:
-            if proof in self.unjudged:
-                continue
-            scope = _proof_scope(proof, self, key, specialization)
-            if scope is None or (proof, scope) in self.proven:
-                continue
-            verdict = _PROOF_RUNS[proof](self, key, found, args)
-            if verdict.unjudged:
-                self._cannot_judge(proof, verdict.unjudged)
-            elif verdict.leave:
-                self.leave_shape(key, verdict.leave, verdict.mechanism)
-                return verdict
-            else:
-                self.proven.add((proof, scope))
-        self.proven.add((key, specialization))
-        return None
-
-    def leave_shape(self, key, why, mechanism=None):
-        """Leaves the first rung (with every rung relying on mechanism), as a kernel of this shape cannot run on it
-        or writes wrong bytes (why); every shape's launches are found again on the next rung."""
-        self._leave(why, mechanism)
-        self._settle(key)
-
-    def _proof_pairs(self):
-        """[(launch, stand-in arguments)] of the witness's kernels, for compiling: the same for every shape but 64-bit
-        ones (they specialize on no integer); none once the witness cannot judge here."""
-        named = self._stand_in_arguments()
-        plan = witness_plan(self.backend, GROUP_SIZE, GROUP_SIZE, route=self.route, warp_size=self.warp_size)
-        return [(launch, tuple(named[name] for name in launch.signature)) for launch in plan.values()
-                if "witness" not in self.unjudged]
-
-    def _call_pairs(self, shape):
-        """[(launch, stand-in arguments)] of the kernels of a call of shape (M, H, index_64, settings), with its proofs'
-        launches, or none: compiled with the per-device kernels, in the same children, a cold start waits for one set
-        of children, not two. call_launches compiles them again for the call's own arguments, from the cache where
-        they match, and raises what planning them raises (a grid too large)."""
-        if shape is None:
-            return []
-        try:
-            plan = self._plan(*shape)
-        except ValueError:
-            return []
-        named = self._stand_in_arguments()
-        return ([(launch, tuple(named[name] for name in launch.signature)) for launch in _call_kernels(plan)]
-                + ([] if "ordering" in self.unjudged else _ordering_pairs(plan, self.table.device)))
-
-    def _stand_in_arguments(self):
-        """{name: an argument} of the kernels' types (KERNEL_ARGUMENTS, the witness's) and the alignment of any
-        allocation here, for compiling kernels whose integers are not specialized before a call brings its own."""
-        dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
-        return {name: torch.empty(16, dtype=dtypes[kind], device=self.table.device) if kind in dtypes else GROUP_SIZE
-                for name, kind in KERNEL_ARGUMENTS + _WITNESS_ARGUMENTS}
-
-    def _cannot_judge(self, proof, why):
-        self.unjudged[proof] = why
-        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this "
-                      f"{self.backend.name} device ({why}): the {self.route} route and every later one run "
-                      f"unproven by it", RuntimeWarning, stacklevel=5)
+def _fill_table(device, launch):
+    """Fills the device's table and reads it back: the witness cannot judge one that is not the sigmoid."""
+    launch.kernel[launch.grid](device.table, **launch.constexprs, **launch.options)
+    device.table_values = device.table.cpu().tolist()
+    fault = _table_fault(device.table_values, loose=launch.constexprs["NPU_DIVISION"])
+    if fault and "witness" not in device.cannot_judge:
+        _cannot_judge(device, "witness", fault)
 
 
 def _compile_key(pairs):
-    """What makes a set of (launch, args) one compile: their constexprs, options and pointers' addresses modulo
-    _ALIGNMENT."""
+    """What makes (launch, args) pairs one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
     return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
                   tuple(a.data_ptr() % _ALIGNMENT for a in launch_args if isinstance(a, torch.Tensor)))
                  for launch, launch_args in pairs)
@@ -2667,20 +2662,11 @@ def _ordering_pairs(plan, device):
                       torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
-def _proof_scope(proof, device, key, specialization):
-    """What one pass of a proof proves for a call, the key of device.proven; None where the proof has nothing to
-    prove on this rung (the ordering, where it relies on none)."""
-    if proof == "ordering":
-        launch = device.proof_launches.get(key, {}).get("ordering")
-        return None if launch is None else (tuple(launch.constexprs.items()), tuple(launch.options.items()))
-    return key, specialization
-
-
-# Each run of a proof's check kernel stores a stamp of its own in each of its records (_stamped_record): a record
-# holding another stamp was not written by that run (a store the compiler dropped, a launch that did not run, memory
-# that a caching allocator handed back holding an earlier run's record, which a verdict would otherwise read as the
-# run's own), and the proof cannot judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a
-# record's counts, and another start for each copy of this module a process loads (their records share an allocator).
+# A proof's check kernel writes its run's stamp, a number of the run's own, last in each of its records
+# (_stamped_record): a record holding another was not written by that run (a store the compiler dropped, a launch that
+# did not run, memory that a caching allocator handed back holding an earlier run's record), and the proof cannot
+# judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a record's counts, another for each
+# copy of this module that a process loads (their records share an allocator).
 _STAMPS = itertools.count(2**30 + int.from_bytes(os.urandom(4), "little") % 2**29)
 
 
@@ -2689,8 +2675,7 @@ def _run_stamp():
 
 
 def _unstamped(values, stamp):
-    """Why the records of a proof's check kernel (four int32 each, the stamp last) are not all its run's (stamp), or
-    None where they are."""
+    """Why the records of a proof's check kernel (four int32 each, the stamp last) are not all its run's, or None."""
     stale = [value for value in values[3::4] if value != stamp]
     if not stale:
         return None
@@ -2717,15 +2702,15 @@ def _ordering_verdict(device, key, found, args):
         return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements it wrote")
     if violations:
         programs_hit = sum(1 for v in values[0::4] if v)
-        mechanism = ROUTE_TABLE[device.route].ordering
         return Verdict(leave=f"its ordering check found {violations} of {total} reads of a program's scratch slot out "
-                             f"of order, in {programs_hit} of {programs} programs (a race)", mechanism=mechanism)
+                             f"of order, in {programs_hit} of {programs} programs (a race)",
+                       mechanism=ROUTE_TABLE[device.route].ordering)
     return Verdict()
 
 
 def _compile_proofs(device, pairs):
     """Compiles the proofs' kernels of pairs that this device has not compiled yet for their arguments' alignment
-    (_settle compiles them for every shape but 64-bit ones); why they cannot run, or None."""
+    (_take_first_rung compiles them for every shape but 64-bit ones); why they cannot run, or None."""
     pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
     if not pending:
         return None
@@ -2843,24 +2828,6 @@ def _writer(found, output):
 _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}
 
 
-class KernelFailure(Exception):
-    """A kernel that cannot run on this device, and how far it got: `what` ("does not load", "kills its
-    compiler") and why; `launch`, which of several launches compiled together it was."""
-
-    def __init__(self, what, why, launch=None):
-        super().__init__(f"{what}: {why}")
-        self.what, self.why, self.launch = what, why, launch
-
-
-def _compile_failure(exc):
-    """Why a rung is left, from the KernelFailure of one of its kernels."""
-    return f"its {exc.launch.name} kernel {exc.what} ({exc.why})"
-
-
-def _first_line(exc):
-    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
-
-
 def _probe_verdict(values, size):
     """({check: differences}, {check: its finding, for each check that found any}) from the probe's per-program records
     (four int32: differences, the first differing input, the native and the IEEE result there), for a PROBE_SIZE."""
@@ -2886,17 +2853,33 @@ def _probe_why(counts, findings, checks):
     return findings[checks[0]] + (f" (and in {others})" if others else "")
 
 
-def _compile_all(pairs, device=None, meanwhile=None):
-    """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure that names the
-    launch that cannot run here. On a device (device: its _Device) each is compiled first in a child process of its
-    own, all at once (_compile_in_children: a compiler that aborts kills a child, not this process), then here by
-    _compile, from Triton's cache where the children filled it. meanwhile: host work done while the children compile
-    (before the compiles here where there are none), called with a function that waits for one job's child and gives
-    its verdict (None where no child compiles)."""
+class KernelFailure(Exception):
+    """A kernel that cannot run on this device: `what` ("does not load", "kills its compiler"...) and `why`; `launch`,
+    which of the launches compiled together it is."""
+
+    def __init__(self, what, why, launch=None):
+        super().__init__(f"{what}: {why}")
+        self.what, self.why, self.launch = what, why, launch
+
+
+def _compile_failure(exc):
+    """Why a rung is left, from the KernelFailure of one of its kernels."""
+    return f"its {exc.launch.name} kernel {exc.what} ({exc.why})"
+
+
+def _first_line(exc):
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+
+
+def _compile_all(pairs, device=None, while_compiling=None):
+    """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure naming the launch
+    that cannot run here. On a device (its _Device) each compiles first in a child process of its own, all at once
+    (_compile_in_children), then here, from Triton's cache. while_compiling: host work done as the children compile,
+    given a function that waits for one job's child and returns its verdict (None where no child compiles)."""
     if device is not None and not _INTERPRET:
-        _compile_in_children(pairs, device.target, device.index, meanwhile)
-    elif meanwhile is not None:
-        meanwhile(None)
+        _compile_in_children(pairs, device.target, device.index, while_compiling)
+    elif while_compiling is not None:
+        while_compiling(None)
     kernels = []
     for launch, args in pairs:
         try:
@@ -2910,11 +2893,8 @@ def _compile_all(pairs, device=None, meanwhile=None):
 
 
 def _compile(launch, args):
-    """Compiles a launch for these arguments and loads its binary without running it, so that a failure there is told
-    apart from an error at run time; returns the compiled kernel (None under the interpreter, which compiles nothing).
-    The binary is loaded as its first launch would load it, with the loader's checks (Triton 3.x checks shared memory
-    there, Iluvatar's fork also the threads the loaded function allows): a failure raises KernelFailure "does not
-    load"."""
+    """The compiled kernel of a launch for these arguments (None under the interpreter), loaded with the loader's checks
+    (shared memory; Iluvatar's threads) without running it: KernelFailure "does not load", not an error at run time."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
@@ -2928,14 +2908,13 @@ def _compile(launch, args):
 
 
 class _DriverAsked(AttributeError):
-    """A forked child's JIT asked Triton's driver for more than _ChildDriver answers."""
+    """A child's JIT asked Triton's driver for more than _ChildDriver answers."""
 
 
 class _ChildDriver:
-    """Triton's active driver as a forked child sees it: the parent's target and device index and a null stream, all that
-    the JIT compile of Triton 3.0, 3.1, 3.2, 3.5, 3.6 and 3.9 and triton-ascend 3.2 asks of it, and no device call (a
-    device context does not survive a fork). Anything else raises
-    _DriverAsked: the child then tells the parent, which compiles alone from then on, with one warning."""
+    """Triton's driver in a compiling child: the parent's target and device index and a null stream, all that the JIT
+    of Triton 3.0, 3.1, 3.2, 3.5, 3.6, 3.9 and triton-ascend 3.2 asks, and no device call (no device context survives a
+    fork). Anything else raises _DriverAsked, and the parent compiles alone."""
 
     def __init__(self, target, index):
         self._target, self._index = target, index
@@ -2956,20 +2935,72 @@ class _ChildDriver:
 # A child's compile that runs past this is cut off and this process compiles alone (the rung is kept): a hang costs
 # the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
 CHILD_COMPILE_TIMEOUT_S = 30
+FRESH_COMPILE_TIMEOUT_S = 30
 _no_children = []  # why children no longer compile in this process (empty while they do)
 _forking = threading.Lock()
 
 
-def _in_children(jobs, target, index, meanwhile=None):
+def _compile_in_children(pairs, target, index, while_compiling=None):
+    """Compiles each (launch, args) in a forked child of its own, all at once (_in_children): a compiler that kills its
+    process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A death is the kernel's
+    (KernelFailure "kills its compiler") where it kills a fresh interpreter's compile too (_in_fresh_interpreters);
+    else it was this process's. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT asking
+    the driver for more), this process compiles alone from then on, with one warning. while_compiling: as in
+    _compile_all."""
+    if _no_children or target is None or not hasattr(os, "fork"):
+        if while_compiling is not None:
+            while_compiling(None)
+        if _no_children:
+            return
+        why = "Triton's driver gives no target" if target is None else "this platform has no os.fork"
+    else:
+        _keys_before_fork(launch.kernel for launch, _ in pairs)
+        jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
+        verdicts = _in_children(jobs, target, index, while_compiling)
+        dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
+        if dead:
+            for i, (verdict, fresh) in zip(dead, _in_fresh_interpreters([jobs[i] for i in dead], target)):
+                if verdict != "compiled":
+                    raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
+                        "in a fresh interpreter too" if verdict == "died" else
+                        f"no fresh interpreter could tell whether it is the kernel's doing ({fresh})"), pairs[i][0])
+            why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a "
+                   f"fresh interpreter compiles: the death was this process's")
+        else:
+            why = next((detail for verdict, detail in verdicts if verdict == "no child"), None)
+            if why is None:
+                return
+    _no_children.append(why)
+    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
+                  f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
+
+
+def _keys_before_fork(kernels):
+    """Computes before the children fork the keys Triton computes once a process, its own and each kernel's, for the
+    children to inherit: from Triton 3.5 a kernel's key depends on the kernels keyed before it, and a key that differed
+    here would miss the child's binary in the cache (PERF_NOTES.md, seventeenth round)."""
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
+        triton_key = getattr(sys.modules.get(module), "triton_key", None)
+        if callable(triton_key):
+            with contextlib.suppress(Exception):  # the compile meets it again, and says why
+                triton_key()
+            break
+    for kernel in kernels:
+        try:
+            getattr(kernel, "cache_key", None)
+        except Exception:  # keyed again where it compiles, which says why
+            if getattr(kernel, "hash", None) is not None:
+                kernel.hash = None
+
+
+def _in_children(jobs, target, index, while_compiling=None):
     """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own, all at once,
-    each through the kernel's own JIT with _ChildDriver (then its launcher: _launcher_builder): "compiled"; "raised"
-    (a Python exception: the parent's compile meets it again); "died" (a signal, or an exit before the child told its
-    verdict: an LLVM fatal error, a compiler's exit()); "no child" where none could be started, waited for or finish
-    in CHILD_COMPILE_TIMEOUT_S, or its JIT asked the driver for more. Each child runs in a process group of its own,
-    killed whole on a timeout."""
-    # What this process left for its garbage collector is frozen while the children fork: a child that collects it
-    # would run its destructors without the threads they join (Triton 3.0 and 3.1 leave MLIR contexts, each with a
-    # thread pool, to the collector; a child that frees one dies of SIGSEGV, or hangs).
+    through the kernel's JIT with _ChildDriver: "compiled"; "raised" (the parent's compile meets it again); "died" (a
+    signal, or an exit before its verdict); "no child" where none could start or be waited for, its JIT asked the
+    driver for more, or it told nothing in CHILD_COMPILE_TIMEOUT_S (its process group is then killed). What this
+    process left its garbage collector is frozen across the forks: a child collecting it would run destructors without
+    the threads they join (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or
+    hangs)."""
     freeze = getattr(gc, "freeze", None)
     with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
@@ -2982,24 +3013,24 @@ def _in_children(jobs, target, index, meanwhile=None):
     deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
     verdicts = {}
 
-    def verdict_of(i):  # waits for job i's child alone
+    def wait_for(i):  # job i's child alone
         if i not in verdicts:
             pid, end = started[i]
             verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline)
         return verdicts[i][0]
 
     try:
-        if meanwhile is not None:
-            meanwhile(verdict_of)
+        if while_compiling is not None:
+            while_compiling(wait_for)
     finally:  # every child waited for (or killed past the deadline), whatever the host work raised
         for i in range(len(started)):
-            verdict_of(i)
+            wait_for(i)
     return [verdicts[i] for i in range(len(started))]
 
 
 def _start_child(kernel, args, grid, kwargs, target, index):
-    """(pid, the read end of the pipe that brings its verdict) of a forked child compiling kernel, or
-    (None, why none was started)."""
+    """(pid, the read end of the pipe bringing its verdict: C, R, or A and what its JIT asked the driver for) of a
+    forked child compiling kernel, then building its launcher (_launcher_builder); or (None, why none started)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
@@ -3045,10 +3076,9 @@ def _start_child(kernel, args, grid, kwargs, target, index):
 
 
 def _launcher_builder():
-    """The active driver's launcher class (None where it has none), called in a child after its verdict is told: building
-    a kernel's C launcher there puts it in Triton's cache, where the parent's load of that kernel finds it, instead of
-    building each kernel's launcher (a C compile, about 0.3 s) one after another itself. A failure there only leaves
-    the parent to build it."""
+    """The active driver's launcher class (None where none), for a child to build its kernel's C launcher into Triton's
+    cache after its verdict: the launchers (a C compile each, 0.3 s) built side by side, not one after another here
+    (PERF_NOTES.md, seventeenth round). A failure there leaves the parent to build it."""
     try:
         return getattr(triton.runtime.driver.active, "launcher_cls", None)
     except Exception:
@@ -3056,8 +3086,7 @@ def _launcher_builder():
 
 
 def _child_verdict(pid, read_end, deadline):
-    """The (verdict, detail) of a child started by _start_child (see _in_children), waited for until
-    deadline (time.monotonic())."""
+    """The (verdict, detail) of a child started by _start_child (see _in_children), waited for until deadline."""
     status = None
     try:
         while status is None and time.monotonic() < deadline:
@@ -3066,14 +3095,12 @@ def _child_verdict(pid, read_end, deadline):
                 status = reaped
             else:
                 time.sleep(0.005)
-        message = os.read(read_end, 128) if status is not None else b""
-        told = b""
         if status is None:  # past the deadline: a verdict it told before still counts
             os.set_blocking(read_end, False)
-            try:
-                told = os.read(read_end, 128)
-            except BlockingIOError:
-                pass
+        try:
+            told = os.read(read_end, 128)
+        except BlockingIOError:
+            told = b""
     except BaseException as exc:
         _kill_child(pid)
         if not isinstance(exc, Exception):
@@ -3083,27 +3110,24 @@ def _child_verdict(pid, read_end, deadline):
         os.close(read_end)
     if status is None:
         _kill_child(pid)
-        if told in (b"C", b"R"):  # told in time: what ran over was its launcher's build (_launcher_builder)
-            return ("compiled" if told == b"C" else "raised"), ""
-        return "no child", f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s"
-    if message in (b"C", b"R"):
-        return ("compiled" if message == b"C" else "raised"), ""
-    if message.startswith(b"A"):
-        return "no child", f"the child's compile asked Triton's driver for {message[1:].decode(errors='replace')}"
-    if os.WIFSIGNALED(status):
-        return "died", _death(signal_number=os.WTERMSIG(status))
-    return "died", _death(exit_code=os.WEXITSTATUS(status))
+        if told not in (b"C", b"R"):  # else told in time: what ran over was its launcher's build
+            return "no child", f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s"
+    if told in (b"C", b"R"):
+        return ("compiled" if told == b"C" else "raised"), ""
+    if told.startswith(b"A"):
+        return "no child", f"the child's compile asked Triton's driver for {told[1:].decode(errors='replace')}"
+    return "died", _death(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
-def _death(signal_number=None, exit_code=None):
-    """How a compiling process died: of a signal, or by an exit before it told its verdict."""
-    if signal_number is None:
-        return f"the compiling process exited with code {exit_code} before it finished"
+def _death(code):
+    """How a compiling process died, by its exit code (negative: the signal that killed it) before its verdict."""
+    if code >= 0:
+        return f"the compiling process exited with code {code} before it finished"
     try:
-        name = signal.Signals(signal_number).name
+        name = signal.Signals(-code).name
     except ValueError:
         name = "unnamed"
-    return f"the compiling process died of signal {signal_number} ({name})"
+    return f"the compiling process died of signal {-code} ({name})"
 
 
 def _kill_child(pid):
@@ -3111,85 +3135,11 @@ def _kill_child(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    try:
+    with contextlib.suppress(OSError):
         os.waitpid(pid, 0)
-    except OSError:
-        pass
 
-
-def _keys_before_fork(kernels):
-    """Computes here, before the children fork, the keys Triton computes once a process: its own (a hash of its files,
-    which each child would compute again) and each kernel's source key, so that a kernel's key is the same in its
-    child and here. From Triton 3.5 a kernel's key depends on which other kernels that share its helpers were keyed
-    before it in the process, and a key that differs here would miss the child's binary in the cache and compile it
-    again."""
-    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
-        triton_key = getattr(sys.modules.get(module), "triton_key", None)
-        if callable(triton_key):
-            try:
-                triton_key()
-            except Exception:  # the compile meets it again, and says why
-                pass
-            break
-    for kernel in kernels:
-        try:
-            getattr(kernel, "cache_key", None)
-        except Exception:  # keyed again where it compiles, which says why
-            if getattr(kernel, "hash", None) is not None:
-                kernel.hash = None
-
-
-def _compile_in_children(pairs, target, index, meanwhile=None):
-    """Compiles each (launch, args) first in a forked child of its own, all at once (_in_children), so that a compiler
-    that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A child's
-    death is the kernel's only where the kernel kills a fresh interpreter's compile too (_in_fresh_interpreters): then
-    this raises KernelFailure "kills its compiler" for that launch. Where it compiles there, the death was this
-    process's, not the kernel's; and where no child can compile (no fork, no target, a sandbox, a timeout, a JIT that
-    asks the driver for more), this process compiles alone from then on, with one warning a process, and no rung is
-    left for it. meanwhile: host work done while they compile (here, in any case; see _compile_all)."""
-    if _no_children:
-        if meanwhile is not None:
-            meanwhile(None)
-        return
-    if target is None:
-        why = "Triton's driver gives no target"
-    elif not hasattr(os, "fork"):
-        why = "this platform has no os.fork"
-    else:
-        _keys_before_fork(launch.kernel for launch, _ in pairs)
-        jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
-        verdicts = _in_children(jobs, target, index, meanwhile)
-        meanwhile = None
-        dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
-        unusable = [detail for verdict, detail in verdicts if verdict == "no child"]
-        if dead:
-            fresh = _in_fresh_interpreters([jobs[i] for i in dead], target)
-            for i, (verdict, fresh_detail) in zip(dead, fresh):
-                launch, detail = pairs[i][0], verdicts[i][1]
-                if verdict == "died":
-                    raise KernelFailure("kills its compiler", f"{detail}; in a fresh interpreter too", launch)
-                if verdict != "compiled":
-                    raise KernelFailure("kills its compiler", f"{detail}; no fresh interpreter could tell whether "
-                                                              f"it is the kernel's doing ({fresh_detail})", launch)
-            launch, detail = pairs[dead[0]][0], verdicts[dead[0]][1]
-            why = (f"a child died compiling the {launch.name} kernel ({detail}), which a fresh interpreter "
-                   f"compiles: the death was this process's")
-        elif unusable:
-            why = unusable[0]
-        else:
-            return
-    if meanwhile is not None:
-        meanwhile(None)
-    _no_children.append(why)
-    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
-                  f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
-
-
-FRESH_COMPILE_TIMEOUT_S = 30
 
 # Run by _in_fresh_interpreters: reads (file, kernel name, target, arguments, grid, keyword arguments, the caller's
 # Triton), loads the file as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B
@@ -3243,11 +3193,10 @@ def _described(arg):
 
 
 def _in_fresh_interpreters(jobs, target):
-    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a new Python process of its own, all
-    at once, each a process that has compiled nothing before, with this one's module path and Triton: "died" (a signal,
-    or an exit once its compile began), "compiled", or "no child" where it cannot tell (no file holds the kernel, the
-    process could not start or set up, its compile raised (this one's meets the same) or ran past
-    FRESH_COMPILE_TIMEOUT_S). Each takes this process's Triton cache, where a compile leaves its binary."""
+    """[(verdict, detail)] of compiling each job in a new Python process of its own that has compiled nothing, all at
+    once, with this one's module path, Triton and cache: "died" (a signal, or an exit once its compile began),
+    "compiled", or "no child" where it cannot tell (no file holds the kernel, no process started or set up, its compile
+    raised (this one's meets the same) or ran past FRESH_COMPILE_TIMEOUT_S)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     started = []
@@ -3261,13 +3210,11 @@ def _in_fresh_interpreters(jobs, target):
             started.append(f"the kernel cannot be named to a fresh interpreter ({type(exc).__name__}: {exc})")
             continue
         try:
-            child = subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE, job], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True, text=True)
+            started.append(subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE, job], stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                            start_new_session=True, text=True))
         except Exception as exc:
             started.append(f"no fresh interpreter started ({type(exc).__name__}: {exc})")
-            continue
-        started.append(child)
     deadline = time.monotonic() + FRESH_COMPILE_TIMEOUT_S
     try:
         return [("no child", child) if isinstance(child, str) else _fresh_verdict(child, deadline)
@@ -3283,7 +3230,7 @@ def _in_fresh_interpreters(jobs, target):
 
 
 def _fresh_verdict(child, deadline):
-    """The (verdict, detail) of one fresh interpreter of _in_fresh_interpreters, waited for until deadline."""
+    """The (verdict, detail) of one fresh interpreter, waited for until deadline."""
     try:
         told, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -3291,9 +3238,7 @@ def _fresh_verdict(child, deadline):
     told = [line for line in told.splitlines() if line[:1] in "BCRAS" and line[1:2] in ("", " ")]
     verdict, _, detail = (told or [""])[-1].partition(" ")
     if verdict == "B":  # the compile began, and the process ended before it told how it went
-        if child.returncode < 0:
-            return "died", _death(signal_number=-child.returncode)
-        return "died", _death(exit_code=child.returncode)
+        return "died", _death(child.returncode)
     if verdict == "C":
         return "compiled", ""
     if verdict == "R":
@@ -3304,10 +3249,8 @@ def _fresh_verdict(child, deadline):
 
 
 def resident_programs(kernel, device_index, warp_size):
-    """How many programs of a compiled (and loaded: _compile) kernel one SM holds at once, by its registers and its
-    shared memory, reckoned as Triton's fused-softmax tutorial does; None where Triton or the driver does not tell
-    (the interpreter, a fork whose driver lacks these properties). It sets only how many programs a persistent route
-    launches, never what they compute, so a failure here costs speed at most."""
+    """How many programs of a loaded kernel one SM holds at once, by registers and shared memory (as Triton's fused-
+    softmax tutorial reckons); None where not told. It sets how many programs a persistent route launches, no more."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
         threads = kernel.metadata.num_warps * warp_size
@@ -3323,11 +3266,15 @@ _devices = {}
 
 
 def _device(x, shape=None):
-    """The _Device of x's device, set up on first use (shape: the (M, H, index_64, settings) of the call that sets it
-    up, if one does)."""
+    """The _Device of x's device, set up on first use, its first rung taken (shape: the (M, H, index_64, settings) of
+    the call that sets it up, if one does, whose kernels compile with the device's)."""
     device = _devices.get(x.get_device())
     if device is None:
-        device = _devices[x.get_device()] = _Device(x, shape)
+        device = _Device(x)
+        _refuse_capture(device.module, "the first call on a device proves its arithmetic")
+        with _on_device(x):
+            _take_first_rung(device, shape)
+        _devices[x.get_device()] = device
     return device
 
 
@@ -3337,31 +3284,9 @@ def route_for(device):
     return _device(torch.empty(0, device=device)).route
 
 
-def ladder_for(device):
-    """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
-    ("left: why"), the one taken ("taken"), and those below it ("not tried")."""
-    dev = _device(torch.empty(0, device=device))
-    taken = "taken"
-    if not ROUTE_TABLE[dev.route].exact:
-        taken += (" (not byte-exact: the last rung computes as the reference is written, with the backend's exp, "
-                  "division and casts, and is held to the judge's tolerance only)")
-    if dev.route in dev.probes:
-        counts = dev.probes[dev.route]
-        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(c for c, n in counts.items() if not n)}"
-        taken += "".join(f"; {c}: {n} differences, unused by the features in their IEEE form"
-                         for c, n in counts.items() if n) + ")"
-    for feature, why in dev.ieee.get(dev.route, {}).items():
-        taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
-    for proof, why in dev.unjudged.items():
-        taken += f" (unproven by the {proof}: it cannot judge this device: {why})"
-    return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
-            + [(route, "not tried") for route in dev.routes[1:]])
-
-
 def _specialization(addresses, strides, storage_sizes=None):
-    """The key a call's compiled kernels are found by (see _ALIGNMENT): the main kernel's pointers' addresses modulo
-    _ALIGNMENT and the six row strides; on AMD also whether each tensor's storage is under 2 GiB (storage_sizes, in
-    bytes: 32-bit buffer offsets)."""
+    """The key a call's compiled kernels are found by: the pointers' addresses modulo _ALIGNMENT and the row strides;
+    on AMD also whether each tensor's storage (storage_sizes, bytes) is under 2 GiB (32-bit buffer offsets)."""
     key = (tuple(address % _ALIGNMENT for address in addresses), strides)
     if storage_sizes is None:
         return key
@@ -3376,9 +3301,8 @@ def _specialization_of(device, tensors, strides):
 
 
 def _current_stream(device):
-    """The stream a launch on device goes to, as Triton's driver gives it; None where the device launches no ready
-    calls (_Device.launches_ready), is not the current one, or the driver does not say (a call then takes the long
-    way, through _on_device and the JIT's own lookups)."""
+    """The driver's stream for a launch on device; None where the device launches no ready calls, is not the current
+    one, or the driver does not say (the call then takes the long way)."""
     if not device.launches_ready:
         return None
     try:
@@ -3390,12 +3314,11 @@ def _current_stream(device):
 
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
-    """Checks the arguments and launches the route's kernels for them; returns the last compiled kernel launched (the
-    main kernel, or on a two-pass route the y kernel). settings (LaunchSettings) overrides the route's own, for design
-    sweeps. A route whose kernels do not compile for a shape, or whose kernels fail the self-test at a shape and
-    specialization not yet proven (the proofs: _Device.prove), is left for the next rung of its ladder, once
-    (Backend.routes); an error at run time is raised, not hidden. A call whose key (_specialization) was proven and
-    launched directly before launches its compiled kernels straight away (_Device.ready)."""
+    """Checks the arguments and launches the route's kernels; returns the last compiled kernel launched. settings
+    (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key, _specialization, proven and
+    launched directly before) launches its CompiledKernel[grid]s on the driver's stream. Else the long way: the
+    shape's kernels (_call_launches), compiled for this specialization, proven (_prove) and launched (_launch_all); a
+    rung whose kernel does not compile or load or fails a proof is left, and the call starts again on the next."""
     M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
                                                        group_size)
     tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
@@ -3403,7 +3326,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     stream = None if device is None else _current_stream(device)
     if stream is not None:
         call = (M, H, settings, strides, addresses, stream, threading.get_ident())
-        last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
+        last = device.last_ready  # (the call, its scratch, its ready launches) of the last ready call
         if last is not None and last[0] == call and not device.capturing():
             _, scratch, ready = last
         else:
@@ -3428,22 +3351,22 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = device.scratch_for(stream, M * H)
     args = (*tensors, device.table, scratch, M, H, *strides)
     specialization = _specialization_of(device, args[:8], strides)
-    found = device.call_launches(M, H, index_64, settings, args, specialization)
-    for planned, indices, compiled, checked in found:
-        if specialization not in checked:
-            # Arguments of another alignment or size compile another binary: compiled and loaded as the
-            # first was, so that a compiler that dies or a binary that does not load costs the rung.
+    found = _call_launches(device, key, args, specialization)
+    for call_kernel in found:
+        if specialization not in call_kernel.loaded:
+            # Arguments of another alignment or size compile another binary: compiled and loaded as the first was,
+            # so that a compiler that dies or a binary that does not load costs the rung.
             try:
-                _compile_all([(planned, tuple(args[i] for i in indices))], device)
+                _compile_all([(call_kernel.launch, tuple(args[i] for i in call_kernel.arg_indices))], device)
             except KernelFailure as exc:
-                device.leave_shape(key, _compile_failure(exc))
+                _leave_rung(device, _compile_failure(exc))
+                _take_first_rung(device, key)
                 return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-            checked.add(specialization)
-    if (key, specialization) not in device.proven and device.prove(key, specialization, found, args):
+            call_kernel.loaded.add(specialization)
+    if (key, specialization) not in device.proven and _prove(device, key, specialization, found, args):
         return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
     kernel, direct = _launch_all(found, args, specialization, device, stream)
     if direct and stream is not None:
-        # (its compiled kernel, its grid, the indices of its arguments (None: all), its constexprs) of each launch
         device.ready[(M, H, settings, specialization)] = tuple(
             (compiled[specialization], planned.grid, None if len(indices) == len(args) else indices,
              compiled[specialization].constexpr_values) for planned, indices, compiled, _ in found)
@@ -3451,11 +3374,10 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
 
 
 def _launch_all(found, args, specialization, device, stream=None):
-    """Launches a call's kernels (found: _Device.call_launches) on args, whose specialization is given; returns the last
-    one launched, and whether every one was launched directly: a launch's compiled kernel for a specialization is
-    launched directly after its first launch (on stream, where given), skipping Triton's per-call argument binding;
-    None marks a Triton whose launcher takes other arguments, and a backend whose JIT's key is not known
-    (Backend.compiled_launch) launches through the JIT every time."""
+    """Launches a call's kernels (found: _CallKernel) on args of this specialization: after its first launch through
+    the JIT, a kernel is launched directly from its compiled kernel (on stream, where given), unless Triton's launcher
+    takes other arguments (None) or the JIT's key is not known (Backend.compiled_launch). Returns the last kernel
+    launched, and whether every one was launched directly."""
     direct, on_stream = 0, {} if stream is None else {"stream": stream}
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)

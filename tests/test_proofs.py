@@ -562,13 +562,13 @@ def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypa
     filled = device.table.clone()
     device.table.fill_(0.25)
     device.table_values, device.expectations = None, {}
-    pairs = device._proof_pairs()
+    pairs = solution._witness_pairs(device)
     stand_in = dict(zip((launch.name for launch, _ in pairs), (args for _, args in pairs)))["witness_table"]
     for a in stand_in:
         if isinstance(a, torch.Tensor):
             a.fill_(0)
     asked = []
-    device._witness_meanwhile(pairs, lambda i: asked.append(pairs[i][0].name) or "compiled")
+    solution._witness_host_work(device, pairs, lambda i: asked.append(pairs[i][0].name) or "compiled")
     assert asked == ["witness_table"] and torch.equal(device.table, filled)
     assert device.table_values == filled.tolist() and False in device.expectations
     assert all(not a.any() for a in stand_in if isinstance(a, torch.Tensor))

@@ -32,9 +32,9 @@ t_import = time.perf_counter() - t_import
 wrap(solution, "_in_children", lambda a, k: "children: " + ",".join(getattr(j[0], "__name__", str(j[0])) for j in a[0]))
 wrap(solution, "_child_verdict", lambda a, k: "child done " + str(a[0]))
 wrap(solution, "_compile", lambda a, k: "parent compile+load " + a[0].name)
-for meth in ("_settle", "call_launches", "self_test", "prove"):
-    if hasattr(solution._Device, meth):
-        wrap(solution._Device, meth, lambda a, k, m=meth: "Device." + m)
+for name in ("_take_first_rung", "_call_launches", "_prove"):
+    if hasattr(solution, name):
+        wrap(solution, name, lambda a, k, n=name: n)
 for proof in list(getattr(solution, "_PROOF_RUNS", {})):  # issue 44's proofs, each run timed
     def timed(*a, _run=solution._PROOF_RUNS[proof], _label="proof " + proof, **k):
         s = now(); r = _run(*a, **k); events.append((round(s, 3), round(now() - s, 3), _label)); return r

@@ -67,7 +67,7 @@ EDITS = [
          f"    _stamp(record, {SLICES_IN_KERNEL} + 1)\n"
          f"    tl.store(record + {SLICES_IN_KERNEL} + 2, _sm_id().to(tl.int64))\n\n\n# The scratch slot's handoff"),
     # The proofs would run the stamped kernels with arguments of their own, which have no stamps.
-    Edit("        for proof in PROOFS:\n", "        for proof in ():  # phase_timeline.py: run unproven\n"),
+    Edit("    for proof in PROOFS:\n", "    for proof in ():  # phase_timeline.py: run unproven\n"),
     # Every call the long way: a ready call's launches take no stamps.
     Edit("    stream = None if device is None else _current_stream(device)\n",
          "    stream = None  # phase_timeline.py: no ready calls\n"),
