@@ -1802,11 +1802,6 @@ def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_
     return {launch.name: launch for launch in launches}
 
 
-def _witness_totals(M, H):
-    """The elements of each output of WITNESS_OUTPUTS."""
-    return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
-
-
 def witness_findings(values, H):
     """[(wrong elements, elements compared, the first wrong one's [row, column] or None)] of each output, from the
     check kernel's records (16 int32 a program: 4 an output; _witness_check_kernel says how a place is coded)."""
@@ -1945,9 +1940,6 @@ def _mix(a, b):
     return ((a * 181 + b * 359 + 7) % 65521 * 32719 + 3) % 65521
 
 
-_WITNESS_SIGNS = ([(_mix(c, 61) >> 4) & 1 for c in range(512)], [(_mix(u, 97) >> 4) & 1 for u in range(64)])
-
-
 def _witness_gate(t, c, channels):
     """The bf16 bits of the region's gate at token t, channel c (witness_input says what they are)."""
     step = 512 // channels
@@ -1958,7 +1950,7 @@ def _witness_gate(t, c, channels):
     else:
         cycled = (u + p) * 37 % (63 if j == 3 else 64)
         exponent = (cycled if cycled < 17 else cycled + 192) if j == 3 else 17 + 3 * cycled + j
-        negative = (t >> 6) ^ _WITNESS_SIGNS[0][c] ^ _WITNESS_SIGNS[1][u]
+        negative = (t >> 6) ^ ((_mix(c, 61) >> 4) & 1) ^ ((_mix(u, 97) >> 4) & 1)
     binade = (negative << 8) | exponent
     return (binade << 7) | ((p + binade * 91) & 127)
 
@@ -2701,30 +2693,29 @@ def _witness_verdict(device, key, found, args):
                         evict_bytes=device.evict_bytes)
     check, evict = plan["witness_check"], plan.get("witness_evict")
     own = tuple(_same_layout(a) if isinstance(a, torch.Tensor) else a for a in args)
-    x_w = own[0]
-    named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), own)), **on_device,
-             "record_ptr": torch.empty(check.grid[0] * 16, dtype=torch.int32, device=x_w.device), "stamp": 0,
+    named = {**dict(zip((name for name, _ in KERNEL_ARGUMENTS), own)), **on_device, "stamp": 0,
+             "record_ptr": torch.empty(check.grid[0] * 16, dtype=torch.int32, device=device.table.device),
              "buffer_ptr": torch.empty(evict.grid[0] * _EVICT_BLOCK if evict else 1, dtype=torch.int32,
-                                       device=x_w.device)}
+                                       device=device.table.device)}
 
-    def launch(launch, **instead):
+    def run(launch, **instead):
         launch.kernel[launch.grid](*({**named, **instead}[name] for name in launch.signature), **launch.constexprs,
                                    **launch.options)
 
-    runs_of = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
+    before = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
     why = _compile_proofs(device, [(launch, tuple(named[name] for name in launch.signature))
-                                   for launch in runs_of + [check]])
+                                   for launch in before + [check]])
     if why:
         return Verdict(unjudged=why)
-    launch(plan["witness_table"])  # the witness's own table: the table kernel the device's was filled by
+    run(plan["witness_table"])  # the witness's own table, by the kernel that filled the device's (compiled: _settle)
     specialization = _specialization_of(device, own[:8], tuple(args[10:16]))
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
         named["stamp"] = _run_stamp()
-        for each in runs_of:
-            launch(each)
+        for launch in before:
+            run(launch)
         _launch_all(found, own, specialization, device, _current_stream(device))
-        launch(check)
+        run(check)
         values = named["record_ptr"].cpu().tolist()
         unwritten = _unstamped(values, named["stamp"])
         if unwritten:
@@ -2735,7 +2726,8 @@ def _witness_verdict(device, key, found, args):
                            for i, run in enumerate(runs))
         return Verdict(leave=f"its witness's {len(runs)} runs found different wrong elements ({counts}; a race)",
                        mechanism=route.ordering)
-    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], _witness_totals(M, H)):
+    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], (2 * M * H, 2 * M * H // GROUP_SIZE, M * H,
+                                                                          M * H // GROUP_SIZE)):
         if compared != total:
             return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements of {output}")
     wrong = [(output, finding) for output, finding in zip(WITNESS_OUTPUTS, runs[0]) if finding[0]]
@@ -2752,7 +2744,7 @@ def _witness_verdict(device, key, found, args):
                                 f"as the host expects")
     # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the group read back.
     fresh = {"x_ptr": _same_layout(args[0]), "grad_y_ptr": _same_layout(args[1])}
-    launch(plan["witness_input"], **fresh)
+    run(plan["witness_input"], **fresh)
     members = _witness_members(output, row, col, H)
     (t0, h0), (t1, h1) = members[0][0], members[-1][0]
     read = [part[t0:t1 + 1, h0:h1 + 1].cpu().flatten().tolist()
