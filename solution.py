@@ -1802,6 +1802,11 @@ def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_
     return {launch.name: launch for launch in launches}
 
 
+def _witness_totals(M, H):
+    """The elements of each output of WITNESS_OUTPUTS."""
+    return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
+
+
 def witness_findings(values, H):
     """[(wrong elements, elements compared, the first wrong one's [row, column] or None)] of each output, from the
     check kernel's records (16 int32 a program: 4 an output; _witness_check_kernel says how a place is coded)."""
@@ -2726,8 +2731,7 @@ def _witness_verdict(device, key, found, args):
                            for i, run in enumerate(runs))
         return Verdict(leave=f"its witness's {len(runs)} runs found different wrong elements ({counts}; a race)",
                        mechanism=route.ordering)
-    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], (2 * M * H, 2 * M * H // GROUP_SIZE, M * H,
-                                                                          M * H // GROUP_SIZE)):
+    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], _witness_totals(M, H)):
         if compared != total:
             return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements of {output}")
     wrong = [(output, finding) for output, finding in zip(WITNESS_OUTPUTS, runs[0]) if finding[0]]

@@ -484,7 +484,8 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
 
     def findings(outputs):
         record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
-        check.kernel[check.grid](*outputs, *on_device.values(), record, 1, M, H, *(o.stride(0) for o in outputs),
+        expected = (on_device[f"expected_{short}_ptr"] for short in ("gq", "gs", "yq", "ys"))
+        check.kernel[check.grid](*outputs, *expected, record, 1, M, H, *(o.stride(0) for o in outputs),
                                  **{**check.constexprs, "SLICE": rows}, **check.options)
         return solution.witness_findings(record.tolist(), H)
 
