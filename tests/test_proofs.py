@@ -630,6 +630,6 @@ def test_the_first_call_with_its_witness_runs_no_pytorch_compute(route, monkeypa
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
     assert watch.ops == [] and watch.host == []
     assert watch.launches >= 4  # the input, the call's own kernels, the check, the call
-    # The witness's expectations, uploaded in this call, were seen: its check kernel, handed them and the outputs, had
-    # the outputs' bytes compared around it.
-    assert watch.compared_launches == 1
+    # The witness's region and expectations, uploaded in this call, reach no launch that takes the outputs: the
+    # witness's launches work in buffers of its own.
+    assert watch.compared_launches == 0
