@@ -76,15 +76,19 @@ def _forced_bytes(copy, route, x, gy, monkeypatch):
     return _bytes(out)
 
 
-def _witness_buffers(M, H, route="generic_per_element"):
-    """The witness's x and grad_y written over M x H by its input kernel, and the outputs it poisoned."""
+def _witness_buffers(M, H, route="generic_per_element", channels=None):
+    """The witness's x and grad_y written over M x H by its input kernel from the region's upload, and the outputs and
+    scratch it poisoned."""
     x = torch.empty(M, 2 * H, dtype=torch.bfloat16)
     gy = torch.empty(M, H, dtype=torch.bfloat16)
     out = harness.new_outputs(M, H)
     scratch = torch.zeros(M * H, dtype=torch.bfloat16)
+    channels = channels or solution.WITNESS_CHANNELS
+    planes = solution._witness_values(channels, route == "tolerant").planes
+    region = torch.tensor([b - ((b >> 15) << 16) for b in planes], dtype=torch.int16).view(torch.bfloat16)
     make = solution.witness_plan("interpreter", M, H, route=route)["witness_input"]
-    make.kernel[make.grid](x, gy, *out, scratch, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
-                           **make.constexprs, **make.options)
+    make.kernel[make.grid](x, gy, *out, scratch, region, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
+                           **{**make.constexprs, "CHANNELS": channels}, **make.options)
     return x, gy, out, scratch
 
 
@@ -175,11 +179,6 @@ def test_a_fault_of_a_rungs_kernels_costs_its_rungs_and_the_next_rung_gives_its_
     assert all(map(torch.equal, _bytes(out), _forced_bytes(copy, next_rung, x, gy, monkeypatch)))
 
 
-@triton.jit
-def _one_sign_gate(t, c, CHANNELS: tl.constexpr):
-    return t * 512 + c * (512 // CHANNELS) + t % (512 // CHANNELS)
-
-
 @pytest.mark.parametrize("name", ["fault_mixed_signs.py", "fault_many_binades.py"])
 def test_a_real_rows_fault_passes_a_region_whose_groups_hold_one_sign_and_reaches_the_user(name, solution_copy_dir,
                                                                                           monkeypatch):
@@ -187,8 +186,7 @@ def test_a_real_rows_fault_passes_a_region_whose_groups_hold_one_sign_and_reache
     c * step + t % step, each grad_input group one sign and at most 4 neighbouring exponents) the witness passes them,
     and their bytes on randn data are not the next rung's."""
     copy = harness.load_solution(solution_copy_dir / name, name=f"one_sign_{name[:-3]}")
-    monkeypatch.setattr(copy, "_witness_gate", _one_sign_gate)
-    monkeypatch.setattr(copy, "_witness_gate_py", lambda t, c, channels: t * 512 + c * (512 // channels)
+    monkeypatch.setattr(copy, "_witness_gate", lambda t, c, channels: t * 512 + c * (512 // channels)
                         + t % (512 // channels))
     x, gy, out, said = _first_call(copy, family="randn")
     assert said == [] and copy.route_for("cpu") == "generic_per_element"
@@ -247,15 +245,19 @@ def test_a_proof_cannot_pass_on_a_record_its_check_kernel_never_wrote(name, proo
 
 
 def test_a_witness_input_the_device_wrote_wrong_costs_no_rung(monkeypatch):
-    """The input is written again and read back over the reported group: an input kernel that disagrees with its host
-    twin is the witness's fault."""
-    real = solution.witness_input
+    """The input is written again and read back over the reported group: an input kernel that lays out another region
+    than the host's (here the upload's up at token 3, channel 9 negated) is the witness's fault."""
     monkeypatch.setattr(solution, "_devices", {})
-    monkeypatch.setattr(solution, "_witness_inputs", {})
-    monkeypatch.setattr(solution, "witness_input",
-                        lambda t, h, *a: (real(t, h, *a)[0], -real(t, h, *a)[1], real(t, h, *a)[2]) if (t, h) == (3, 9)
-                        else real(t, h, *a))
-    _, _, _, said = _first_call(solution, family="randn")
+    real = solution._witness_expectations
+
+    def one_wrong(device, finite_only):
+        lists, on_device = real(device, finite_only)
+        region = on_device["region_ptr"].clone()
+        region[128 * solution.WITNESS_CHANNELS + 3 * solution.WITNESS_CHANNELS + 9] *= -1
+        return lists, {**on_device, "region_ptr": region}
+
+    monkeypatch.setattr(solution, "_witness_expectations", one_wrong)
+    _, _, _, said = _first_call(solution, family="randn", torch_fault=True)
     assert len(said) == 1 and said[0].startswith(
         "silu_dot_fwd_bwd_quant_fuse: the witness cannot judge the kernels on this interpreter device (its input "
         "kernel wrote (gate, up, grad_y) ("), said
@@ -284,21 +286,25 @@ def test_a_check_kernel_that_expects_wrong_costs_no_rung(monkeypatch):
     assert harness.compare(out, harness.run_reference(x, gy))["passed"]
 
 
-def test_the_input_kernel_lays_its_host_twin_over_the_call_and_poisons_outputs_and_slots():
+@pytest.mark.parametrize("channels", [128, 512])
+def test_the_input_kernel_lays_the_region_over_the_call_and_poisons_outputs_and_slots(channels):
+    """At every place of the call, x and grad_y hold witness_input at the place's source (witness_source: the check
+    kernel's indexing), at the interpreter's 128 channels and a device's 512."""
     for route in ("generic_per_element", "tolerant"):
-        M, H = 256, 256
-        x, gy, out, scratch = _witness_buffers(M, H, route)
+        M, H = 256, max(256, channels)
+        x, gy, out, scratch = _witness_buffers(M, H, route, channels)
         finite_only = route == "tolerant"
         xs, gs = x.float().tolist(), gy.float().tolist()
         for m in range(M):
             for h in range(H):
-                source = solution.witness_source("grad_input_q", m, h, H)[1]
+                source = solution.witness_source("grad_input_q", m, h, H, channels)[1]
                 got = (xs[m][h], xs[m][H + h], gs[m][h])
-                assert all(map(solution._same_value, got, solution.witness_input(*source, finite_only))), (m, h, got)
-        assert torch.isfinite(x.float()).all() is finite_only or bool(torch.isfinite(x.float()).all()) == finite_only
+                want = solution.witness_input(*source, finite_only, channels)
+                assert all(map(solution._same_value, got, want)), (m, h, got)
+        assert bool(torch.isfinite(x.float()).all()) == finite_only
         assert all(bool((o == -128).all()) if o.dtype == torch.int8 else bool((o == -1).all()) for o in out)
         assert scratch.float().isnan().all()
-    tags = {solution._witness_tags_py(tm, th, 512) for tm in range(2) for th in range(2)}
+    tags = {solution._witness_tags.fn(tm, th, 512) for tm in range(2) for th in range(2)}
     assert len({t[1] for t in tags}) == len({t[2] for t in tags}) == 4  # neighbouring tiles differ in both rotations
 
 
@@ -321,35 +327,6 @@ def test_the_witness_covers_its_gates_and_its_groups_are_informative():
         assert sum(1 for s in scales if math.isfinite(s) and s > solution._FLOOR_F32) > len(scales) // 2
     for q in (expected["grad_input_q"], expected["y_q_t"]):
         assert min(q) == -127 and max(q) == 127
-
-
-@triton.jit
-def _region_kernel(out_ptr, CHANNELS: tl.constexpr, FINITE_ONLY: tl.constexpr):
-    t = tl.arange(0, 128)[:, None]
-    c = tl.arange(0, CHANNELS)[None, :]
-    gate, up, gy = _witness_bits(t, c, CHANNELS, FINITE_ONLY)
-    tl.store(out_ptr + t * CHANNELS + c, gate)
-    tl.store(out_ptr + (128 + t) * CHANNELS + c, up)
-    tl.store(out_ptr + (256 + t) * CHANNELS + c, gy)
-
-
-_witness_bits = solution._witness_bits
-
-
-@pytest.mark.parametrize("channels", [128, 512])
-def test_the_host_twin_is_the_devices_region(channels):
-    """_witness_bits at the device's 512 channels (the input kernel runs it at the interpreter's 128 in the test
-    above), run here under the interpreter, against witness_input: every (gate, up, grad_y) of the region."""
-    for finite_only in (False, True):
-        out = torch.empty(3 * 128 * channels, dtype=torch.int32)
-        _region_kernel[(1,)](out, CHANNELS=channels, FINITE_ONLY=finite_only)
-        got = out.view(3, 128, channels).tolist()
-        for t in range(128):
-            for h in range(channels):
-                want = [_bf16_bits(v) for v in solution.witness_input(t, h, finite_only, channels)]
-                have = [got[i][t][h] for i in range(3)]
-                assert have == want or (want[0] & 0x7FFF > 0x7F80 and have[1:] == want[1:] and have[0] & 0x7FFF
-                                        > 0x7F80), (finite_only, t, h, have, want)
 
 
 def _special(bits):
@@ -507,7 +484,8 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
 
     def findings(outputs):
         record = torch.empty(check.grid[0] * 16, dtype=torch.int32)
-        check.kernel[check.grid](*outputs, *on_device.values(), record, 1, M, H, *(o.stride(0) for o in outputs),
+        expected = (on_device[f"expected_{short}_ptr"] for short in ("gq", "gs", "yq", "ys"))
+        check.kernel[check.grid](*outputs, *expected, record, 1, M, H, *(o.stride(0) for o in outputs),
                                  **{**check.constexprs, "SLICE": rows}, **check.options)
         return solution.witness_findings(record.tolist(), H)
 
@@ -652,6 +630,6 @@ def test_the_first_call_with_its_witness_runs_no_pytorch_compute(route, monkeypa
         solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
     assert watch.ops == [] and watch.host == []
     assert watch.launches >= 4  # the input, the call's own kernels, the check, the call
-    # The witness's expectations, uploaded in this call, were seen: its check kernel, handed them and the outputs, had
-    # the outputs' bytes compared around it.
-    assert watch.compared_launches == 1
+    # The witness's region and expectations, uploaded in this call, reach no launch that takes the outputs: the
+    # witness's launches work in buffers of its own.
+    assert watch.compared_launches == 0

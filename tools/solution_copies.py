@@ -252,8 +252,8 @@ STRUCTURAL = {
         [(FUSED_BARRIER_CALL, "    pass  # solution_copies.py: no barrier between parking y and reading it back\n",
           1)], ""),
     "fault_witness_record_stale.py": (
-        [("torch.empty(check.grid[0] * 16, dtype=torch.int32, device=x_w.device)",
-          "_handed_back(check.grid[0] * 16, x_w.device)", 1)],
+        [("torch.empty(check.grid[0] * 16, dtype=torch.int32, device=device.table.device)",
+          "_handed_back(check.grid[0] * 16, device.table.device)", 1)],
         STALE_RECORDS + "\n\n_witness_check_kernel = _FirstLaunchOnly(_witness_check_kernel)\n"
                         "_PROOF_RUNS[\"witness\"] = _twice(_PROOF_RUNS[\"witness\"])\n"),
     "fault_ordering_record_stale.py": (
