@@ -2299,6 +2299,7 @@ class _Device:
         self.capturing = capturing if callable(capturing) else lambda: False
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
         self.table_values = None  # the table, read back once filled (the witness's expectations read it)
+        self.table_launch = None  # the launch that filled it, which fills the witness's own table too
         self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
         self.cannot_judge = {}  # proof: why it cannot judge this device's kernels, once found
         self.expectations = {}  # finite_only: the witness's expectations, from this table (_witness_expectations)
@@ -2572,7 +2573,7 @@ def _witness_host_work(device, pairs, wait_for):
 def _fill_table(device, launch):
     """Fills the device's table and reads it back: the witness cannot judge one that is not the sigmoid."""
     launch.kernel[launch.grid](device.table, **launch.constexprs, **launch.options)
-    device.table_values = device.table.cpu().tolist()
+    device.table_values, device.table_launch = device.table.cpu().tolist(), launch
     fault = _table_fault(device.table_values, loose=launch.constexprs["NPU_DIVISION"])
     if fault and "witness" not in device.cannot_judge:
         _cannot_judge(device, "witness", fault)
@@ -2697,7 +2698,7 @@ def _witness_verdict(device, key, found, args):
                                    for launch in before + [check]])
     if why:
         return Verdict(unjudged=why)
-    run(plan["witness_table"])  # the witness's own table, by the kernel that filled the device's (compiled: _settle)
+    run(device.table_launch)  # the witness's own table, by the launch that filled the device's
     specialization = _specialization_of(device, own[:8], tuple(args[10:16]))
     runs = []
     for _ in range(_WITNESS_RUNS if route.ordering else 1):
