@@ -15,16 +15,15 @@ judge's tolerance only. What exact arithmetic takes is said at the head of "the 
 The file, in order:
   the math              the helpers every route shares: sigmoid, bf16 rounding, group scale, quantizer
   NVIDIA-only pieces    inline PTX and cache hints, each with its plain tl twin
-  kernels               the fused kernel: a 128 x 128 tile a program, y parked in a scratch slot
-  two-pass kernels      grad_input, then y in a second launch: no slot, no barrier, no gather
+  kernels               the fused kernel (a 128 x 128 tile a program, y parked in a scratch slot); the
+                        two-pass kernels (grad_input, then y in a second launch)
   the probe             the backend's native arithmetic compared with IEEE arithmetic, on the device
   the witness           the call's own kernels at its shape on real values, every output byte checked
-  backends, routes      BACKENDS (a judge chip an entry: how it is recognised, its ladder of routes, its
-                        limits), ROUTE_TABLE (a rung an entry), launch_settings, launch_plan
+  backends, routes      BACKENDS (a judge chip an entry), ROUTE_TABLE (a rung an entry), launch_plan
   the witness's host    its plan, its expectations in the host's own IEEE arithmetic, its arbiter
   inputs                the argument checks: a ValueError of one line for each mistake
-  devices, launcher     _Device (one device's state: its ladder, table, proofs), the proofs' verdicts,
-                        compiles in child processes, launch, silu_dot_fwd_bwd_quant_fuse
+  devices, launcher     _Device (one device's state), the proofs' verdicts, compiles in child processes,
+                        launch, silu_dot_fwd_bwd_quant_fuse
 
 On its first call a device takes the first rung of its backend's ladder whose kernels compile, load and pass
 its probe; before a rung's first output at each shape it passes the proofs (PROOFS). A rung that fails any of
@@ -59,19 +58,11 @@ GROUP_SIZE = 128
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 # Sigmoid table: every bf16 gate magnitude from 2**-25 (bits 0x3300; below it sigmoid is 0.5) to 127.5
 # (bits 0x42FF; beyond it sigmoid is 1, or 0 for negative gates), times two signs: 32 KB of fp32.
-_LUT_LO = 0x3300
-_LUT_N = 4096
-_LUT_BLOCK = 1024
-# The same three as the kernels read them: constexpr globals, so that no signature carries them.
-GROUP = tl.constexpr(GROUP_SIZE)
-LUT_LO = tl.constexpr(_LUT_LO)
-LUT_N = tl.constexpr(_LUT_N)
-# The features of the arithmetic that have an IEEE form beside the native one: a kernel's IEEE constexpr is the
-# sum of those it runs IEEE (IEEE_FEATURES says which a route runs so).
-IEEE_SIGMOID = tl.constexpr(1)
-IEEE_BF16 = tl.constexpr(2)
-IEEE_DIVISION = tl.constexpr(4)
-IEEE_INT8 = tl.constexpr(8)
+_LUT_LO, _LUT_N, _LUT_BLOCK = 0x3300, 4096, 1024
+# The same as the kernels read them: constexpr globals, so that no signature carries them.
+GROUP, LUT_LO, LUT_N = tl.constexpr(GROUP_SIZE), tl.constexpr(_LUT_LO), tl.constexpr(_LUT_N)
+# The bits of a kernel's IEEE constexpr: the features it runs in their IEEE form (IEEE_FEATURES), the rest native.
+IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8 = (tl.constexpr(1 << i) for i in range(4))
 IEEE_ALL = tl.constexpr(15)
 
 
@@ -80,19 +71,14 @@ IEEE_ALL = tl.constexpr(15)
 # PyTorch's kernels do: an accurate expf and IEEE division in the sigmoid, no FMA contraction
 # (enable_fp_fusion=False), the reference's operation order, absmax * fp32(1/127) for the scale (PyTorch divides by
 # a scalar through its reciprocal), and v / s rounded as IEEE division.
-# Two kinds of exact arithmetic, one set of helpers, each feature's form picked by its bit of IEEE: a native rung
-# runs IEEE the features its probe found wrong on the device, an IEEE rung every one.
-#   native: the backend's own fp32 -> bf16 and fp32 -> int8 conversions, v / s as Markstein's correction of
-#     v * (1/s) (needs tl.fma to round once). Proven for every bf16 (value, absmax) pair by
-#     tools/exhaustive_exactness.py on NVIDIA, and by the probe (_probe_kernel) on any other device before it runs.
-#   IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone: round-to-nearest-even on the bits,
-#     int8 as a truncation through int32, v / s as tl.math.div_rn (on Ascend the operator /, its own divide). This
-#     is what the interpreter runs, so the CPU tests prove the arithmetic that vendor backends run.
-# Both take the group max as an integer max of the magnitudes' bits, and assume IEEE fp32 add, multiply and div_rn
-# of normal numbers, and an exp equal to the one the backend's torch.sigmoid uses (libdevice's where it exists;
-# tl.exp on Ascend and under the interpreter). The sigmoid is read from a table of its value for every bf16 gate
-# magnitude in [2**-25, 127.5] (both signs), filled once per device by _sigmoid_table_kernel, where tl.gather works;
-# elsewhere it is computed per element by the same function.
+# Each feature has two exact forms, picked by its bit of IEEE: a native rung runs IEEE the features its probe found
+# wrong on the device, an IEEE rung every one.
+#   native: the backend's own conversions and v / s as Markstein's correction of v * (1/s): proven for every bf16
+#     (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and by the probe on any other device.
+#   IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone. This is what the interpreter runs,
+#     so the CPU tests prove the arithmetic that vendor backends run.
+# Both assume IEEE fp32 add, multiply and div_rn of normal numbers, and an exp equal to the one the backend's
+# torch.sigmoid uses (libdevice's where it exists; tl.exp on Ascend and under the interpreter).
 
 @triton.jit
 def _is_nan(v):
@@ -136,11 +122,10 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 @triton.jit
 def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid, subnormal
-    results kept: gates -87.5, -88 and -88.5 have subnormal sigmoids, and a flushed one changes the outputs where
-    grad_y is inf or huge. Triton 3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may
-    flush, so the IEEE form (IEEE_SIGMOID) never lets a division make a subnormal (reciprocal_keeping_subnormals), the
-    nvidia route divides with PTX div.rn.f32, and the native form with reciprocal_native, which the probe proves on
-    every bf16 gate. The IEEE form fills the table and is the probe's IEEE side."""
+    results kept (gates -87.5, -88 and -88.5: a flushed one changes the outputs where grad_y is inf or huge). Triton
+    3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may flush: so the IEEE form never
+    lets a division make a subnormal, the nvidia route divides with PTX div.rn.f32, and the native form with
+    reciprocal_native, which the probe proves on every bf16 gate. The IEEE form fills the table."""
     e = _exp(-gate, NO_LIBDEVICE)
     if IEEE & IEEE_SIGMOID:
         return reciprocal_keeping_subnormals(1.0 + e)
@@ -161,9 +146,7 @@ _TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, les
 @triton.jit
 def reciprocal_keeping_subnormals(d):
     """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division of normal
-    numbers with a normal quotient (so a flushing division gives the same bits).
-
-    For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N *
+    numbers with a normal quotient (so a flushing division gives the same bits). For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N *
     2**-149 with N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to the nearest even
     integer. The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one or two fractional bits), and
     t + 2**23 rounds t to an integer. That second rounding is wrong only where t lies exactly half-way between two
@@ -191,8 +174,8 @@ def reciprocal_native(e):
     return tl.math.div_rn(1.0, tl.fma(e, _TWO_POW_MINUS_24, _TWO_POW_MINUS_24)) * _TWO_POW_MINUS_24
 
 
-# The bf16 magnitude bits of gate 87.5, then 88 and 88.5: the only bf16 gates whose sigmoid (negative) is
-# subnormal. Below them it is normal; from 89 on exp overflows and sigmoid(-gate) is 1 / inf = 0.
+# The bf16 magnitude bits of gate 87.5 (then 88 and 88.5): the only bf16 gates whose sigmoid (negative) is
+# subnormal; from 89 on exp overflows and sigmoid(-gate) is 1 / inf = 0.
 _SUBNORMAL_SIGMOID_GATES = tl.constexpr(0x42AF)
 _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
@@ -214,14 +197,11 @@ else:
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, N_ELEM: tl.constexpr, NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                    IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """sigmoid(gate) for bf16-valued fp32 gates (N_ELEM of them).
-
-    SIGMOID_TABLE: the table is loaded whole and gathered through shared memory (tl.gather). The magnitude's bits are
-    clamped to the table's range with integer min/max, so +-inf read the ends (sigmoid 1 and 0, as torch gives) and
-    NaN reads some entry (the gate itself then makes every output NaN). Otherwise each element's sigmoid is computed
-    by the function that filled the table, so the same value; in the IEEE form by div_rn, whose quotient is normal for
-    every bf16 gate but the three subnormal ones (_SUBNORMAL_SIGMOID_GATES), and those three are read from the table.
-    """
+    """sigmoid(gate) for N_ELEM bf16-valued fp32 gates. SIGMOID_TABLE: read from the table (filled by
+    _sigmoid_table_kernel), loaded whole and gathered through shared memory; the magnitude's bits are clamped to its
+    range, so +-inf read the ends (sigmoid 1 and 0, as torch gives) and NaN some entry (the gate itself then makes
+    every output NaN). Otherwise computed by the function that filled the table, so the same value; its IEEE form by
+    div_rn, whose quotient is normal for every bf16 gate but the three subnormal ones, read from the table."""
     if SIGMOID_TABLE:
         bits = gate.to(tl.uint32, bitcast=True)
         magnitude = tl.minimum(tl.maximum((bits & 0x7FFFFFFF) >> 16, LUT_LO), LUT_LO + LUT_N - 1)
@@ -284,13 +264,11 @@ def group_scale(absmax):
 
 @triton.jit
 def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division.
-
-    No clamp: for |v| <= absmax, |v / scale| < 128 and the truncation alone lands in [-127, 127]. The division:
-    IEEE_DIVISION, tl.math.div_rn; native, Markstein's correction of v * (1/scale), which needs each tl.fma to round
-    once. The int8 conversion: IEEE_INT8, through int32 (_int8_of_quotient); native, the backend's cast (or PTX).
-    A NaN or inf scale makes every quotient NaN or 0, and a NaN quotient converts to 0.
-    tools/exhaustive_exactness.py shows all of this for every bf16 (v, absmax) pair, in every form."""
+    """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division. No
+    clamp: there |v / scale| < 128, and the truncation alone lands in [-127, 127]. The division: IEEE_DIVISION,
+    div_rn; native, Markstein's correction of v * (1/scale), which needs each tl.fma to round once. The int8
+    conversion: IEEE_INT8, through int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's.
+    tools/exhaustive_exactness.py shows this for every bf16 (v, absmax) pair, in every form."""
     if IEEE & IEEE_DIVISION:
         q = tl.math.div_rn(v, scale)
     else:
@@ -346,8 +324,8 @@ def _reciprocal_ptx(d):
 @triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that share a reduced value
-    all store it (same address, same value). tl.store would first move the values to one owner each through shared
-    memory, at the cost of two or three barriers."""
+    all store it (same address, same value), where tl.store would first move each to one owner through shared memory
+    (two or three barriers)."""
     if CUDA_ARCH > 0:
         tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
                                   [ptrs, scales.to(tl.uint32, bitcast=True)], dtype=tl.int32, is_pure=False, pack=1)
@@ -450,19 +428,13 @@ def _silu_mul_quant_kernel(
     PREFETCH: tl.constexpr,
 ):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every input byte is read
-    once and every output byte written once.
-
-    It walks the tile in CHUNK-token slices; each slice closes its grad_input row groups at once and parks its y
-    (bf16, transposed: slot[channel][token]) in the program's own scratch slot, which stays in L2 (holding y there
-    instead of in registers is what lets three programs share an SM). Then it reads y back in Y_CHUNK-channel rows of
-    y_q_t, already in store order, takes each token group's absmax, quantizes and stores, and drops the slot from L2
-    so it is never written back. Program ids run along H first, so the programs that run together read whole rows of x
-    and grad_y (DRAM pages) rather than one 256-byte piece of many rows.
-
-    PERSISTENT: one grid dimension, program p taking tiles p, p + P, p + 2P, ... (P programs, as many as the device
-    holds at once, so the programs that run together still take consecutive tiles), all in one slot: the slot's dirty
-    lines are rewritten in L2 by the next tile instead of being written back to DRAM (what discard_from_l2 does on the
-    nvidia route).
+    once and every output byte written once. It walks the tile in CHUNK-token slices; each slice closes its grad_input
+    row groups and parks its y (bf16, transposed) in the program's own scratch slot, which stays in L2 (y there rather
+    than in registers lets three programs share an SM). Then it reads y back in Y_CHUNK-channel rows of y_q_t, in store
+    order, quantizes them by token group, and drops the slot from L2 unwritten. Program ids run along H first, so the
+    programs that run together read whole rows of x and grad_y (DRAM pages).
+    PERSISTENT: one grid dimension, program p taking tiles p, p + P, ... (P: as many as the device holds at once), all
+    in one slot, whose dirty lines the next tile rewrites in L2 rather than their going back to DRAM.
     INDEX_64: offsets in 64 bits, for tensors that span more than 2**31 elements."""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
@@ -591,14 +563,12 @@ def _stamped_record(ptr, count, compared, first, stamp):
 @triton.jit(do_not_specialize=("stamp",))
 def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, CHUNK: tl.constexpr,
                            Y_CHUNK: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """The ordering the fused rungs rely on, exercised at a rung's own settings (warps, register cap, slices, y rows,
-    cache hints, slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices, passes
-    _slot_barrier, reads the slot back in Y_CHUNK-channel rows (every thread reading what other warps wrote), and
-    passes the barrier again before the next round's stores, as the persistent walk does between tiles; then releases
-    the slot as a tile does after its last use (_release_slot). Each read is compared with what this round wrote: a
-    load ordered before another thread's store reads the last round's value (or another program's), a store ordered
-    before another thread's load overwrites it with the next round's. Writes (violations, elements compared, 0, the
-    run's stamp) at record_ptr + 4 * program (_stamped_record)."""
+    """The ordering the fused rungs rely on, at a rung's own settings (warps, register cap, slices, y rows, cache hints,
+    slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices, passes _slot_barrier, reads
+    the slot back in Y_CHUNK-channel rows (every thread reading what other warps wrote) and passes the barrier again,
+    as the persistent walk does between tiles; then releases the slot. A read that is not what this round wrote is a
+    violation (a load or a store that passed another thread's). Writes (violations, elements compared, 0, the run's
+    stamp) at record_ptr + 4 * program."""
     program = tl.program_id(0)
     slot = slots_ptr + program * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
@@ -624,39 +594,28 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, C
 # ---------------------------------------------------------------- the two-pass kernels: no slot, no reload
 # grad_input from row groups, then y, in two launches: no program loads what it stored itself (Ascend's compiler
 # corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, and every store's last dimension
-# contiguous. The y kernel computes y from x read again (_y_columns_kernel, _y_transposed_kernel), or quantizes the
-# y that the grad kernel kept in the scratch (KEEP_Y, _y_kept_kernel): the launch between them orders the handoff,
-# and the sigmoid runs once an element instead of twice. Each kernel walks its tiles in a 1-D grid, program p taking
-# tiles p, p + P, ... (P: as many programs as the device has cores where the route is persistent and the driver
-# tells, else one a tile, capped by the backend's grid). The scales of GROUPS consecutive groups are gathered into
-# one [rows, GROUPS] tile and stored at once, so that their last dimension is contiguous too.
+# contiguous. The y kernel computes y from x read again, or quantizes the y that the grad kernel kept in the scratch
+# (KEEP_Y: the launch between them orders the handoff). Each kernel walks its tiles in a 1-D grid, program p taking
+# tiles p, p + P, ...; the scales of GROUPS consecutive groups are stored at once, their last dimension contiguous.
 # EXACT: the math helpers in the forms IEEE picks, else the reference's operations as written (the tolerant rung).
 # NPU_DIVISION: divisions by the operator /, the backend's own (on Ascend the vector divide that the reference's Div
-# runs), else tl.math.div_rn.
-
-@triton.jit
-def _divide(a, b, NPU_DIVISION: tl.constexpr):
-    if NPU_DIVISION:
-        return a / b
-    else:
-        return tl.math.div_rn(a, b)
-
+# runs, its IEEE one), else tl.math.div_rn.
 
 @triton.jit
 def _two_pass_sigmoid(gate, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr,
                       TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """Where divisions are div_rn: TABLE_FREE, the IEEE sigmoid computed whole, reading no table (plain's: the last exact
-    rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup: its IEEE form reads
-    three gates from the table, its native form is what the probe proves). Otherwise 1 / (1 + exp(-gate)) as the
-    reference writes it, with the backend's division (on Ascend torch.sigmoid is those very Exp, Adds and Div)."""
-    if EXACT and not NPU_DIVISION:
-        if TABLE_FREE:
-            return sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
-        else:
-            return sigmoid_lookup(gate, table_ptr, N_ELEM=1, NO_LIBDEVICE=NO_LIBDEVICE, SIGMOID_TABLE=False, IEEE=IEEE,
-                                  CUDA_ARCH=CUDA_ARCH)
+    """NPU_DIVISION or tolerant: 1 / (1 + exp(-gate)) as the reference writes it (on Ascend torch.sigmoid is those
+    very Exp, Adds and Div). Else TABLE_FREE: the IEEE sigmoid computed whole, reading no table (plain's: the last
+    exact rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup)."""
+    if NPU_DIVISION:
+        return 1.0 / (1.0 + _exp(-gate, NO_LIBDEVICE))
+    elif not EXACT:
+        return tl.math.div_rn(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE))
+    elif TABLE_FREE:
+        return sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
     else:
-        return _divide(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE), NPU_DIVISION)
+        return sigmoid_lookup(gate, table_ptr, N_ELEM=1, NO_LIBDEVICE=NO_LIBDEVICE, SIGMOID_TABLE=False, IEEE=IEEE,
+                              CUDA_ARCH=CUDA_ARCH)
 
 
 @triton.jit
@@ -993,9 +952,7 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
     """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
-    could differ, each program writing its count of differences (_record).
-
-    Why these inputs cover the classes:
+    could differ, each program writing its count of differences (_record). Why these inputs cover the classes:
       * sigmoid: its input is a bf16 gate, and all 65,536 of them are run: nothing is sampled.
       * fp32 -> bf16: the result depends on the high half (sign, exponent, 7 mantissa bits: every one is run, NaN,
         inf, zeros and subnormals among them) and on the low half only through the rounding classes below, at and
