@@ -96,7 +96,7 @@ def _finite(v):
 @triton.jit
 def bf16_round(v, IEEE: tl.constexpr):
     """fp32 -> nearest-even bf16, returned as fp32, NaN kept: the backend's cast, or (IEEE_BF16) on the bits."""
-    if IEEE & IEEE_BF16:
+    if IEEE_BF16 & IEEE:
         return tl.where(_is_nan(v), v, bf16_round_bits(v))
     else:
         return v.to(tl.bfloat16).to(tl.float32)
@@ -127,7 +127,7 @@ def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.
     lets a division make a subnormal, the nvidia route divides with PTX div.rn.f32, and the native form with
     reciprocal_native, which the probe proves on every bf16 gate. The IEEE form fills the table."""
     e = _exp(-gate, NO_LIBDEVICE)
-    if IEEE & IEEE_SIGMOID:
+    if IEEE_SIGMOID & IEEE:
         return reciprocal_keeping_subnormals(1.0 + e)
     elif CUDA_ARCH > 0:
         return _reciprocal_ptx(1.0 + e)
@@ -208,7 +208,7 @@ def sigmoid_lookup(gate, table_ptr, N_ELEM: tl.constexpr, NO_LIBDEVICE: tl.const
         idx = (2 * (magnitude - LUT_LO) + (bits >> 31)).to(tl.int32)
         table = tl.load(table_ptr + tl.arange(0, 2 * LUT_N))
         return tl.reshape(_gather(table, tl.reshape(idx, [N_ELEM])), gate.shape)
-    elif IEEE & IEEE_SIGMOID:
+    elif IEEE_SIGMOID & IEEE:
         sig = tl.math.div_rn(1.0, 1.0 + _exp(-gate, NO_LIBDEVICE))
         for i in tl.static_range(3):  # gates -87.5, -88 and -88.5, the negative entries of their magnitudes
             subnormal = tl.load(table_ptr + (2 * (_SUBNORMAL_SIGMOID_GATES + i - LUT_LO) + 1))
@@ -226,7 +226,7 @@ def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE: tl.constexpr):
     y = silu * up
     d_up = gy * silu
     d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
-    if IEEE & IEEE_BF16:
+    if IEEE_BF16 & IEEE:
         y = bf16_round(y, IEEE)  # exact in bf16: the cast below only retypes it
     return y.to(tl.bfloat16), d_gate, d_up
 
@@ -238,7 +238,7 @@ def grad_groups(d, IEEE: tl.constexpr):
     monotone in the magnitude, so the max of the rounded magnitudes is the rounded max of the raw ones, and the raw
     bits' integer max keeps NaN above inf. A NaN element's own rounding may then come out as anything, but its
     group's scale is NaN and quantize makes every int8 of that group 0 whatever the value."""
-    if IEEE & IEEE_BF16:
+    if IEEE_BF16 & IEEE:
         return bf16_round_bits(d), bf16_round(group_absmax(d, 1), IEEE=IEEE_BF16)
     else:
         rounded = bf16_round(d, IEEE)
@@ -269,13 +269,13 @@ def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     div_rn; native, Markstein's correction of v * (1/scale), which needs each tl.fma to round once. The int8
     conversion: IEEE_INT8, through int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's.
     tools/exhaustive_exactness.py shows this for every bf16 (v, absmax) pair, in every form."""
-    if IEEE & IEEE_DIVISION:
+    if IEEE_DIVISION & IEEE:
         q = tl.math.div_rn(v, scale)
     else:
         q0 = v * inv_scale
         rem = tl.fma(q0, -scale, v)  # not -q0: that would cost a subtraction per element
         q = tl.fma(rem, inv_scale, q0)
-    if IEEE & IEEE_INT8:
+    if IEEE_INT8 & IEEE:
         return _int8_of_quotient(q, scale)
     else:
         return _truncate_to_int8(q, CUDA_ARCH)

@@ -145,7 +145,7 @@ def _reordered_in_the_native_form(gate, up, gy, sig, IEEE: tl.constexpr):
     """silu_mul_fwd_bwd whose native form adds 1 where it should add gate * (1 - sig) too: a fault of the
     pipeline alone, as a compiler that reassociates inside the big kernel would make."""
     silu = gate * sig
-    if IEEE & solution.IEEE_BF16:
+    if solution.IEEE_BF16 & IEEE:
         d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
     else:
         d_gate = gy * up * sig * (1.0 + gate)

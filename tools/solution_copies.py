@@ -128,7 +128,7 @@ EDITED = {
     "fault_bf16_truncation.py": (
         [("        return v.to(tl.bfloat16).to(tl.float32)\n",
           "        return (v.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n", 1),
-         ("    if IEEE & IEEE_BF16:\n        y = bf16_round(y, IEEE)",
+         ("    if IEEE_BF16 & IEEE:\n        y = bf16_round(y, IEEE)",
           "    if True:  # solution_copies.py: y through the native rounding too\n        y = bf16_round(y, IEEE)", 1)],
         ""),
     "fault_fma_split.py": ([("tl.fma(", "_split_fma(", None)], SPLIT_FMA),
