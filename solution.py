@@ -146,9 +146,10 @@ _TWO_POW_23_BITS = tl.constexpr(0x4B000000)  # its bits: those of t + 2**23, les
 @triton.jit
 def reciprocal_keeping_subnormals(d):
     """1/d as IEEE division rounds it, subnormal results kept, for d >= 1, inf or NaN, from one division of normal
-    numbers with a normal quotient (so a flushing division gives the same bits). For d in [2**126, 2**128), d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N *
-    2**-149 with N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to the nearest even
-    integer. The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one or two fractional bits), and
+    numbers with a normal quotient (so a flushing division gives the same bits). For d in [2**126, 2**128),
+    d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N * 2**-149 with
+    N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to the nearest even integer.
+    The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one or two fractional bits), and
     t + 2**23 rounds t to an integer. That second rounding is wrong only where t lies exactly half-way between two
     integers (N itself never does): there the sign of 2**(300 - E) - 2t * m says which way N lies, an integer product
     whose difference from a multiple of 2**32 is below 2**23, so exact in wrapping int32 arithmetic. No fma, so it is
@@ -323,9 +324,9 @@ def _reciprocal_ptx(d):
 
 @triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
-    """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that share a reduced value
-    all store it (same address, same value), where tl.store would first move each to one owner through shared memory
-    (two or three barriers)."""
+    """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that share a reduced
+    value all store it (same address, same value), where tl.store would first move each to one owner through shared
+    memory (two or three barriers)."""
     if CUDA_ARCH > 0:
         tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
                                   [ptrs, scales.to(tl.uint32, bitcast=True)], dtype=tl.int32, is_pure=False, pack=1)
@@ -553,8 +554,8 @@ def _ordering_value(program, rnd, token, channel):
 
 @triton.jit
 def _stamped_record(ptr, count, compared, first, stamp):
-    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_run_stamp), and tells the
-    host that this run wrote the record (_unstamped)."""
+    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_run_stamp), and
+    tells the host that this run wrote the record (_unstamped)."""
     field = tl.arange(0, 4)
     tl.store(ptr + field, tl.where(field == 0, count, tl.where(field == 1, compared,
                                                                tl.where(field == 2, first, stamp))))
@@ -620,9 +621,9 @@ def _two_pass_sigmoid(gate, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.con
 
 @triton.jit
 def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as quantize
-    (with the operator / on Ascend: its IEEE division); else as the reference writes it: max(max|v| / 127, 1e-10), v /
-    s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
+    """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as
+    quantize (with the operator / on Ascend: its IEEE division); else as the reference writes it, max(max|v| / 127,
+    1e-10) and v / s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
     if EXACT:
         scale = group_scale(group_absmax(v, 1))
         if NPU_DIVISION:
