@@ -537,7 +537,7 @@ def kernel_loops(kernel, constexprs, threads):
     from its source and constexprs; None for a kernel whose loops are not known here (the probe, the table's, the
     ordering check's, the witness's). A loop over a kernel's tiles (the persistent fused kernel's, the two-pass
     kernels') counts one trip: the figure is per tile. A loop of one trip is no loop (the compiler folds it)."""
-    c = constexprs
+    c = {"GROUP": 128, **constexprs}  # the kernels' group: solution.GROUP, a constexpr global
     if kernel == "_silu_mul_quant_kernel":
         slices = [c["GROUP"] // c["CHUNK"], c["GROUP"] // c["Y_CHUNK"]]  # the grad_input slices, the y rows
         tiles = [Loop(1, 0)] if c["PERSISTENT"] else []

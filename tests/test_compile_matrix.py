@@ -44,8 +44,9 @@ def test_every_kernel_compiles_for_cuda_90_and_hip_gfx942(target, backend, tmp_p
                                     sm_count=compile_matrix.multiprocessors(kind, arch))
         assert {(target, launch.kernel.__name__) for launch in plan.values()} <= compiled, (target, route)
     # A probed rung's other composition (its sigmoid IEEE, where the probe finds the division flushing) too.
+    sigmoid_alone = f"IEEE={solution.IEEE_SIGMOID.value}"
     ieee_sigmoid = {r["target"] for r in report["rows"]
-                    if r["ok"] and r["route"] == "native_per_element" and "IEEE_SIGMOID=True" in r["settings"]}
+                    if r["ok"] and r["route"] == "native_per_element" and sigmoid_alone in r["settings"].split()}
     assert ieee_sigmoid == {target}
     for row in report["rows"]:
         assert row["result"]["stores"] >= row["result"]["sites"] > 0, row

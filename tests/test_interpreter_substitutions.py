@@ -11,9 +11,8 @@ import triton.language as tl
 
 import solution
 
-PLAN = solution.launch_plan("nvidia", 128, 128)  # the sigmoid table's kernel, as the solution launches it
-TABLE, MAIN = PLAN["sigmoid_table"], PLAN["main"]
-LUT_N = MAIN.constexprs["LUT_N"]
+TABLE = solution.launch_plan("nvidia", 128, 128)["sigmoid_table"]  # the table's kernel, as the solution launches it
+LUT_N = solution._LUT_N
 
 
 @triton.jit
@@ -21,7 +20,7 @@ def _round_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
     v = tl.load(src_ptr + offs, mask=mask)
-    tl.store(dst_ptr + offs, solution._round_to_bf16(v, True), mask=mask)
+    tl.store(dst_ptr + offs, solution.bf16_round(v, IEEE=solution.IEEE_ALL), mask=mask)
 
 
 @triton.jit
@@ -38,7 +37,8 @@ def _quantize_kernel(v_ptr, s_ptr, q_ptr, N, BLOCK: tl.constexpr):
     mask = offs < N
     v = tl.load(v_ptr + offs, mask=mask, other=0.0)
     s = tl.load(s_ptr + offs, mask=mask, other=1.0)
-    tl.store(q_ptr + offs, solution.quantize(v, s, tl.math.div_rn(1.0, s), True, True, 0), mask=mask)
+    q = solution.quantize(v, s, tl.math.div_rn(1.0, s), IEEE=solution.IEEE_ALL, CUDA_ARCH=0)
+    tl.store(q_ptr + offs, q, mask=mask)
 
 
 def _run(kernel, *tensors, block=1024):
@@ -67,7 +67,7 @@ def test_bit_level_rounding_equals_torch_round_to_nearest_even():
 
 def test_interpreter_native_cast_does_not_round_to_nearest():
     # Why the substitution exists. If a Triton release fixes the interpreter, this fails and the
-    # substitution in solution._round_to_bf16 can go.
+    # substitution in solution.bf16_round can go.
     values = _bf16_edge_and_random_values()[:200_000]
     out = torch.empty_like(values)
     _run(_native_cast_kernel, values, out)
@@ -93,7 +93,8 @@ def test_interpreter_quantizer_equals_torch_division_and_truncation():
 def _sigmoid_kernel(g_ptr, out_ptr, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
-    tl.store(out_ptr + offs, solution.sigmoid(tl.load(g_ptr + offs, mask=mask), True, True, 0), mask=mask)
+    tl.store(out_ptr + offs, solution.sigmoid(tl.load(g_ptr + offs, mask=mask), NO_LIBDEVICE=True,
+                                                     IEEE=solution.IEEE_ALL, CUDA_ARCH=0), mask=mask)
 
 
 def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
@@ -114,8 +115,8 @@ def test_interpreter_sigmoid_with_numpy_exp_is_within_two_ulps_of_torch():
 def _lookup_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True, True,
-                                                     True, 0))
+    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, BLOCK, NO_LIBDEVICE=True, SIGMOID_TABLE=True,
+                                                     IEEE=solution.IEEE_ALL, CUDA_ARCH=0))
 
 
 def _every_gate_its_table_and_direct_sigmoid():
@@ -152,8 +153,8 @@ def test_sigmoid_table_lookup_equals_the_direct_sigmoid_for_every_bf16_gate():
 def _per_element_ieee_kernel(g_ptr, table_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, TABLE.constexprs["LUT_LO"], LUT_N, BLOCK, True,
-                                                     False, True, 0))
+    tl.store(out_ptr + offs, solution.sigmoid_lookup(g, table_ptr, BLOCK, NO_LIBDEVICE=True, SIGMOID_TABLE=False,
+                                                     IEEE=solution.IEEE_ALL, CUDA_ARCH=0))
 
 
 def test_the_ieee_sigmoid_per_element_reads_the_three_subnormal_ones_from_the_table():
@@ -168,7 +169,7 @@ def test_the_ieee_sigmoid_per_element_reads_the_three_subnormal_ones_from_the_ta
     assert int(differ.sum()) == 0, gates[differ][:10]
     subnormal = (direct != 0) & (direct.abs() < 2.0**-126)
     assert gates[subnormal].tolist() == [-87.5, -88.0, -88.5]
-    lut_lo = TABLE.constexprs["LUT_LO"]
+    lut_lo = solution._LUT_LO
     entries = [2 * (bits - lut_lo) + 1 for bits in (0x42AF, 0x42B0, 0x42B1)]
     table[entries] = torch.tensor([1.0, 2.0, 3.0])
     _per_element_ieee_kernel[(gates.numel() // 4096,)](gates, table, per_element, BLOCK=4096)
@@ -202,7 +203,7 @@ def test_group_absmax_keeps_nan_as_torch_amax():
 def _grad_groups_kernel(v_ptr, rounded_ptr, absmax_ptr, GROUP: tl.constexpr):
     rows = tl.program_id(0) * 4 + tl.arange(0, 4)
     offs = rows[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
-    rounded, absmax = solution.grad_groups(tl.load(v_ptr + offs), True)
+    rounded, absmax = solution.grad_groups(tl.load(v_ptr + offs), IEEE=solution.IEEE_ALL)
     tl.store(rounded_ptr + offs, rounded)
     tl.store(absmax_ptr + rows, absmax)
 

@@ -141,15 +141,15 @@ def test_int8_of_nan_not_zero_turns_the_int8_conversion_alone_ieee(native_interp
 
 
 @triton.jit
-def _reordered_in_the_native_form(gate, up, gy, sig, IEEE_BF16: tl.constexpr):
+def _reordered_in_the_native_form(gate, up, gy, sig, IEEE: tl.constexpr):
     """silu_mul_fwd_bwd whose native form adds 1 where it should add gate * (1 - sig) too: a fault of the
     pipeline alone, as a compiler that reassociates inside the big kernel would make."""
     silu = gate * sig
-    if IEEE_BF16:
+    if solution.IEEE_BF16 & IEEE:
         d_gate = gy * up * sig * (1.0 + gate * (1.0 - sig))
     else:
         d_gate = gy * up * sig * (1.0 + gate)
-    return solution._to_bf16(silu * up, IEEE_BF16), d_gate, gy * silu
+    return solution.bf16_round(silu * up, IEEE).to(tl.bfloat16), d_gate, gy * silu
 
 
 def test_a_fault_no_feature_explains_leaves_the_rung(native_interpreter):

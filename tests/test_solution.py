@@ -240,16 +240,15 @@ def test_a_probed_route_compiles_each_feature_ieee_alone_and_all_together():
     each = tuple(solution.IEEE_FEATURES)
     assert compositions["native_per_element"] == [()] + [(f,) for f in each] + [each]
     assert all(c == [()] for route, c in compositions.items() if not solution.ROUTE_TABLE[route].probed)
-    for feature, constexpr in solution.IEEE_FEATURES.items():
+    for feature, bit in solution.IEEE_FEATURES.items():
         ieee = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element", ieee=[feature])
         plain = solution.launch_plan("nvidia", 2048, 4096, route="native_per_element")
         for name in ("probe", "main"):
-            assert (plain[name].constexprs[constexpr], ieee[name].constexprs[constexpr]) == (False, True)
-            assert sum(ieee[name].constexprs[c] for c in solution.IEEE_FEATURES.values()) == 1
+            assert (plain[name].constexprs["IEEE"], ieee[name].constexprs["IEEE"]) == (0, bit)
         # the per-element sigmoid in its IEEE form reads three entries of the table: it is filled then only
         assert ("sigmoid_table" in ieee) is (feature == "sigmoid") and "sigmoid_table" not in plain
         every_ieee = solution.launch_plan("nvidia", 2048, 4096, route="generic_per_element")["main"].constexprs
-        assert every_ieee[constexpr] is True
+        assert every_ieee["IEEE"] & bit
 
 
 @pytest.mark.parametrize("failed, ieee, turned", [
@@ -341,7 +340,7 @@ def test_routes_take_their_features():
                 continue
             main = plan["main"]
             assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
-            assert all(main.constexprs[c] is not route.native_math for c in solution.IEEE_FEATURES.values())
+            assert main.constexprs["IEEE"] == (0 if route.native_math else solution.IEEE_ALL.value)
             assert main.constexprs["SIGMOID_TABLE"] is route.sigmoid_table
             # Under the interpreter no route runs PTX or libdevice (on the GPU, see test_compiled_kernel
             # and the compile matrix).
@@ -349,7 +348,7 @@ def test_routes_take_their_features():
             assert set(main.signature) | set(main.constexprs) == set(main.kernel.arg_names)
             if route.probed:  # the probe proves the main kernel's arithmetic under its options
                 assert plan["probe"].options == main.options
-                same = ("CUDA_ARCH", "NO_LIBDEVICE", *solution.IEEE_FEATURES.values())
+                same = ("CUDA_ARCH", "NO_LIBDEVICE", "IEEE")
                 assert {k: plan["probe"].constexprs[k] for k in same} == {k: main.constexprs[k] for k in same}
 
 

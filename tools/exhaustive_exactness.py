@@ -43,9 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import solution  # noqa: E402
 from harness import environment, quantize_like_reference  # noqa: E402
 
-# The table's kernel and constants, as the solution launches them (solution.launch_plan).
-PLAN = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)
-TABLE_LAUNCH, MAIN_LAUNCH = PLAN["sigmoid_table"], PLAN["main"]
+# The table's kernel, as the solution launches it (solution.launch_plan).
+TABLE_LAUNCH = solution.launch_plan("nvidia", solution.GROUP_SIZE, solution.GROUP_SIZE)["sigmoid_table"]
 # (name, CUDA_ARCH or None for this GPU's, every other feature IEEE, IEEE_SIGMOID): the arithmetic variants
 # the routes run (a native rung with one other feature IEEE runs that feature's helper as here, beside the
 # native ones).
@@ -59,8 +58,6 @@ QUANTIZER_FORMS = (("PTX", None, False, False), ("tl twin", 0, False, False),
                    ("IEEE", 0, True, True))
 # Whether this Triton has the table routes (tl.gather): the table variants run only where it does.
 TABLE = solution.route_available("native")
-LUT_LO = TABLE_LAUNCH.constexprs["LUT_LO"]
-LUT_N = MAIN_LAUNCH.constexprs["LUT_N"]
 
 
 @triton.jit
@@ -74,33 +71,36 @@ def _quant_pairs_kernel(amax_ptr, v_ptr, q_ptr, s_ptr, N_V, BLOCK: tl.constexpr,
     amax = tl.load(amax_ptr + row + tl.zeros([2], tl.int32)) * tl.where(tl.arange(0, 2) == 0, 1.0, -1.0)
     scale = solution.group_scale(solution.group_absmax(amax[None, :], 1))
     v = tl.load(v_ptr + cols, mask=mask, other=0.0)
-    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None], IEEE_DIVISION,
-                          IEEE_INT8, CUDA_ARCH)
+    q = solution.quantize(v[None, :], scale[:, None], tl.math.div_rn(1.0, scale)[:, None],
+                          IEEE=solution.IEEE_DIVISION * IEEE_DIVISION + solution.IEEE_INT8 * IEEE_INT8,
+                          CUDA_ARCH=CUDA_ARCH)
     tl.store(q_ptr + row * N_V + cols[None, :], q, mask=mask[None, :])
     tl.store(s_ptr + row + tl.arange(0, 1), scale)
 
 
 @triton.jit
-def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexpr, LUT_LO: tl.constexpr,
-                    LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-                    IEEE_SIGMOID: tl.constexpr):
+def _sigmoid_kernel(g_ptr, table_ptr, direct_ptr, lookup_ptr, BLOCK: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
+                    CUDA_ARCH: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs)
-    tl.store(direct_ptr + offs, solution.sigmoid(g, False, IEEE_SIGMOID, CUDA_ARCH))
-    tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE,
-                                                        IEEE_SIGMOID, CUDA_ARCH))
+    tl.store(direct_ptr + offs, solution.sigmoid(g, NO_LIBDEVICE=False, IEEE=solution.IEEE_SIGMOID * IEEE_SIGMOID,
+                                                 CUDA_ARCH=CUDA_ARCH))
+    tl.store(lookup_ptr + offs, solution.sigmoid_lookup(g, table_ptr, BLOCK, NO_LIBDEVICE=False,
+                                                        SIGMOID_TABLE=SIGMOID_TABLE,
+                                                        IEEE=solution.IEEE_SIGMOID * IEEE_SIGMOID,
+                                                        CUDA_ARCH=CUDA_ARCH))
 
 
 @triton.jit
 def _elementwise_kernel(g_ptr, u_ptr, gy_ptr, table_ptr, y_ptr, dg_ptr, du_ptr, dg_max_ptr, du_max_ptr,
-                        BLOCK: tl.constexpr,
-                        LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                        CUDA_ARCH: tl.constexpr, IEEE: tl.constexpr, IEEE_SIGMOID: tl.constexpr):
+                        BLOCK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                        IEEE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     g = tl.load(g_ptr + offs).to(tl.float32)
     u = tl.load(u_ptr + offs).to(tl.float32)
     gy = tl.load(gy_ptr + offs).to(tl.float32)
-    sig = solution.sigmoid_lookup(g, table_ptr, LUT_LO, LUT_N, BLOCK, False, SIGMOID_TABLE, IEEE_SIGMOID, CUDA_ARCH)
+    sig = solution.sigmoid_lookup(g, table_ptr, BLOCK, NO_LIBDEVICE=False, SIGMOID_TABLE=SIGMOID_TABLE, IEEE=IEEE,
+                                  CUDA_ARCH=CUDA_ARCH)
     y, d_gate, d_up = solution.silu_mul_fwd_bwd(g, u, gy, sig, IEEE)
     tl.store(y_ptr + offs, y)
     # Each element a group of its own: the group max is its rounded magnitude, NaN kept (grad_groups).
@@ -119,7 +119,7 @@ def all_bf16(device):
 
 
 def sigmoid_table(cuda_arch, ieee_math):
-    table = torch.empty(2 * LUT_N, dtype=torch.float32, device="cuda")
+    table = torch.empty(2 * solution.LUT_N, dtype=torch.float32, device="cuda")
     # The table is filled in the IEEE form on every route (cuda_arch and ieee_math pick nothing here).
     TABLE_LAUNCH.kernel[TABLE_LAUNCH.grid](table, **TABLE_LAUNCH.constexprs, **TABLE_LAUNCH.options)
     return table
@@ -160,8 +160,8 @@ def check_sigmoid(use_table, cuda_arch, ieee_math, ieee_sigmoid):
     table = sigmoid_table(cuda_arch, ieee_math)
     result = {"gates_not_nan": int((~torch.isnan(g)).sum())}
     direct, lookup = torch.empty_like(g), torch.empty_like(g)
-    _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE_SIGMOID=ieee_sigmoid,
+    _sigmoid_kernel[(g.numel() // 1024,)](g, table, direct, lookup, BLOCK=1024, SIGMOID_TABLE=use_table,
+                                          CUDA_ARCH=cuda_arch, IEEE_SIGMOID=ieee_sigmoid,
                                           enable_fp_fusion=False)
     ref = torch.sigmoid(g)
     counted = ~torch.isnan(g)
@@ -187,9 +187,10 @@ def check_elementwise(pairs_per_gate, use_table, cuda_arch, ieee_math, ieee_sigm
         u = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         gy = (torch.randn(n, generator=gen, device="cuda") * torch.exp(torch.randn(n, generator=gen, device="cuda"))).to(torch.bfloat16)
         out = [torch.empty(n, dtype=torch.float32, device="cuda") for _ in range(5)]
-        _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, LUT_LO=LUT_LO, LUT_N=LUT_N,
-                                          SIGMOID_TABLE=use_table, CUDA_ARCH=cuda_arch, IEEE=ieee_math,
-                                          IEEE_SIGMOID=ieee_sigmoid, enable_fp_fusion=False)
+        ieee = ((solution.IEEE_ALL.value - solution.IEEE_SIGMOID.value) * ieee_math
+                + solution.IEEE_SIGMOID.value * ieee_sigmoid)
+        _elementwise_kernel[(n // 1024,)](g, u, gy, table, *out, BLOCK=1024, SIGMOID_TABLE=use_table,
+                                          CUDA_ARCH=cuda_arch, IEEE=ieee, enable_fp_fusion=False)
         gate, up, gyf = g.float(), u.float(), gy.float()
         sigmoid = torch.sigmoid(gate)
         silu = gate * sigmoid

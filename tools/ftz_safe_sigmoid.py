@@ -140,7 +140,8 @@ def _sigmoid_kernel(gate_ptr, out_ptr, N, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
     gate = tl.load(gate_ptr + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, solution.sigmoid(gate, NO_LIBDEVICE, IEEE_MATH, CUDA_ARCH), mask=mask)
+    sig = solution.sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=solution.IEEE_SIGMOID * IEEE_MATH, CUDA_ARCH=CUDA_ARCH)
+    tl.store(out_ptr + offs, sig, mask=mask)
 
 
 def every_bf16_gate():

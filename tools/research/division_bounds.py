@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 import harness  # noqa: E402
 import solution_copies  # noqa: E402
 
-IEEE_DIVISION = "    if IEEE_DIVISION:\n        q = tl.math.div_rn(v, scale)\n"
+IEEE_DIVISION = "    if IEEE_DIVISION & IEEE:\n        q = tl.math.div_rn(v, scale)\n"
 FORMS = {
-    "division_floor.py": "    if IEEE_DIVISION:\n        q = v * inv_scale  # division_bounds.py: the floor, not exact\n",
-    "division_bracket.py": '''    if IEEE_DIVISION:
+    "division_floor.py": "    if IEEE_DIVISION & IEEE:\n        q = v * inv_scale  # division_bounds.py: the floor, not exact\n",
+    "division_bracket.py": '''    if IEEE_DIVISION & IEEE:
         # division_bounds.py: q and q * (1 + 2**-21) truncate alike (exact there); a slice holding another
         # element (the absmax's, near 127, left out: not exact there) divides with div_rn.
         q = v * inv_scale

@@ -59,11 +59,11 @@ EDITS = [
          "    slot = scratch_ptr + slot_index * (GROUP * GROUP)\n"
          f"    record = stamps_ptr + (pid_m * (H // GROUP) + pid_h) * ({SLICES_IN_KERNEL} + {SLOTS_BEYOND_SLICES})\n"
          "    _stamp(record, 0)\n"),
-    Edit("        _park_slice(slot, y, local, tokens, GROUP)\n",
-         "        _park_slice(slot, y, local, tokens, GROUP)\n"
+    Edit("        _park_slice(slot, y, local, tokens)\n",
+         "        _park_slice(slot, y, local, tokens)\n"
          "        _stamp(record, 1 + c)\n"),
-    Edit("    _release_slot(slot, GROUP, CUDA_ARCH)\n\n\n# The scratch slot's handoff",
-         "    _release_slot(slot, GROUP, CUDA_ARCH)\n"
+    Edit("    _release_slot(slot, CUDA_ARCH)\n\n\n# The scratch slot's handoff",
+         "    _release_slot(slot, CUDA_ARCH)\n"
          f"    _stamp(record, {SLICES_IN_KERNEL} + 1)\n"
          f"    tl.store(record + {SLICES_IN_KERNEL} + 2, _sm_id().to(tl.int64))\n\n\n# The scratch slot's handoff"),
     # The proofs would run the stamped kernels with arguments of their own, which have no stamps.

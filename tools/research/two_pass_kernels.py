@@ -78,9 +78,9 @@ def main():
             kernel[grid](*a, **constexprs, **opts)
             return do_bench(lambda: kernel[grid](*a, **constexprs, **opts))
 
-        base = {"GROUP": 128, "NO_LIBDEVICE": False, "INDEX_64": False, "LUT_LO": sol._LUT_LO, "LUT_N": sol._LUT_N}
-        ieee = {"IEEE_SIGMOID": True, "IEEE_BF16": True, "IEEE_DIVISION": True, "IEEE_INT8": True}
-        native = {name: False for name in ieee}
+        base = {"NO_LIBDEVICE": False, "INDEX_64": False}
+        ieee = {"IEEE": sol.IEEE_ALL.value}
+        native = {"IEEE": 0}
         maths = {"ieee": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": True, "CUDA_ARCH": 0, **ieee},
                  "native": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": False, "CUDA_ARCH": 0, **native},
                  "native+ptx": {"EXACT": True, "NPU_DIVISION": False, "TABLE_FREE": False, "CUDA_ARCH": arch,

@@ -1,7 +1,7 @@
 """Lab: the fused tile held whole in registers (no slot, no barrier)."""
 import triton
 import triton.language as tl
-from solution import (_load_rows, _grad_rows_quant, group_absmax, group_scale, quantize, store_scales,
+from solution import (GROUP, _load_rows, _grad_rows_quant, group_absmax, group_scale, quantize, store_scales,
                       _UNSPECIALIZED)
 
 
@@ -9,10 +9,9 @@ from solution import (_load_rows, _grad_rows_quant, group_absmax, group_scale, q
 def _whole_tile_kernel(
     x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
     M, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-    GROUP: tl.constexpr, CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr,
-    LUT_LO: tl.constexpr, LUT_N: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    NO_LIBDEVICE: tl.constexpr, IEEE_SIGMOID: tl.constexpr, IEEE_BF16: tl.constexpr, IEEE_DIVISION: tl.constexpr,
-    IEEE_INT8: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr, PREFETCH: tl.constexpr,
+    CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+    NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     pid_h = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -21,10 +20,9 @@ def _whole_tile_kernel(
     cols = pid_h * GROUP + local
     gate, up, gy = _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, None, tl.float32)
     y = _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H, stride_gq,
-                         stride_gs, GROUP, LUT_LO, LUT_N, GROUP * GROUP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE,
-                         IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8)
+                         stride_gs, GROUP * GROUP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
     y_t = tl.trans(y).to(tl.float32)  # channels x tokens, store order of y_q_t
     s_y = group_scale(group_absmax(y_t, 1))
     store_scales(y_s_ptr + cols * stride_ys + pid_m, s_y, CUDA_ARCH)
     tl.store(y_q_ptr + cols[:, None] * stride_yq + rows[None, :],
-             quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE_DIVISION, IEEE_INT8, CUDA_ARCH))
+             quantize(y_t, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE, CUDA_ARCH))

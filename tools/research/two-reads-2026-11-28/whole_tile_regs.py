@@ -11,8 +11,7 @@ target = GPUTarget("cuda", 90, 32)
 def regs(kernel, route, warps, chunk=32, y_chunk=64, maxnreg=None, arch=90):
     plan = solution.launch_plan("nvidia", 8192, 4096, route=route) if False else None
     rc = solution._route_constexprs(route, arch)
-    cons = {"GROUP": 128, "CHUNK": chunk, "Y_CHUNK": y_chunk, "LUT_LO": solution._LUT_LO, "LUT_N": solution._LUT_N,
-            **rc, "PERSISTENT": False, "INDEX_64": False, "PREFETCH": False}
+    cons = {"CHUNK": chunk, "Y_CHUNK": y_chunk, **rc, "PERSISTENT": False, "INDEX_64": False, "PREFETCH": False}
     opts = {"num_warps": warps, "num_stages": 1, "enable_fp_fusion": False}
     if maxnreg: opts["maxnreg"] = maxnreg
     launch = solution.KernelLaunch("main", kernel, (1, 1, 1), solution._signature(kernel), cons, opts)
