@@ -1385,7 +1385,7 @@ class Route(NamedTuple):
     gathered from the table (tl.gather, Triton 3.4+), else per element. two_pass: grad_input, then y in a second launch;
     else the fused kernel. transpose_in_registers: the y kernel loads rows and transposes y in registers, else loads
     columns. keep_y: the grad kernel stores y (bf16) in the scratch, for the y kernel to quantize. ptx: the PTX pieces
-    where the arch has them. libdevice: libdevice's exp, else tl.exp (a stub on Ascend). npu_division: divides with /
+    where the arch has them. libdevice: libdevice's exp, else tl.exp (Ascend's is a stub). npu_division: divides with /
     (the reference's own vector divide on Ascend), else div_rn. column_gather: column loads through offsets no compiler
     sees as affine, as triton-ascend then gathers a compact tile (a strided copy outgrows its unified buffer:
     PERF_NOTES.md, eleventh round). exact: the reference's bytes, else its tolerance (the tolerant rungs). persistent:
