@@ -1186,37 +1186,21 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
-    """One rung of a ladder: everything a route is, read by the launcher, the probe and the tools.
+    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools.
 
-    native_math: the backend's own conversions, fma and division (proven on each device by the probe before use, see
-    probed), else IEEE arithmetic on integers and fp32 (the module docstring).
-    sigmoid_table: the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element.
-    two_pass: the two-pass kernels (grad_input, then y in a second launch; no slot, no program reloads what it
-    stored), else one program per tile with y parked in a scratch slot. transpose_in_registers: a two-pass route's y
-    kernel loads rows and transposes y in registers (_y_transposed_kernel), else loads columns (_y_columns_kernel).
-    keep_y: a two-pass route's grad kernel also stores y (bf16) in the scratch, and its y kernel quantizes it from
-    there (_y_kept_kernel) instead of computing it from x again.
-    ptx: inline PTX where the arch has the instruction (the nvidia route's; CUDA_ARCH).
-    libdevice: libdevice's exp, else tl.exp (Ascend, where libdevice's is a stub).
-    npu_division: a two-pass route divides with the operator / (on Ascend the reference's own vector divide), else
-    with tl.math.div_rn.
-    exact: the same bytes as the reference; False only for the tolerant rungs, which compute as the reference is
-    written (tl.exp, /, casts, tl.max) and are held to the judge's tolerance, not to bytes.
-    column_gather: a y kernel of column loads takes offsets that a compiler cannot see as affine (their no-op max with
-    0), so that triton-ascend gathers each column into a compact tile: as a strided copy it puts every bf16 element in
-    a 32-byte block of the unified buffer, and the int8 cast of that layout plans ~530 KB of its 192 KB, whatever the
-    tile's width (bishengir's planning, PERF_NOTES.md).
-    persistent: as many programs as the device holds at once (the fused kernel: each taking every P-th tile in one
-    scratch slot; a two-pass route: one a core, where the driver tells the count), else one a tile.
-    ordering: the ordering of memory operations the route's kernels rely on beyond what each thread's own program
-    order gives (a key of ORDERINGS; None: none), proven on each device before the route's first output; a backend
-    found not to give it costs every rung that relies on it at once.
-    register_capped: the nvidia settings (8 or 16 warps under maxnreg), where the backend takes maxnreg. Otherwise
-    threads a program (at most the backend's) and, for the fused kernel, chunk tokens a slice and y_chunk channels a
-    row of y read back (the fastest of each rung on the H100, PERF_NOTES.md, ninth round); for the two-pass kernels
-    chunk tokens a grad_input tile, y_chunk channels a y tile, and scales of up to scale_groups consecutive groups
-    stored at once (a power of two; Ascend: a 32-byte last dimension). many_tiles: (threads, chunk) in their place
-    where the grid holds more than MANY_TILES_PER_SM tiles an SM of the device (its count known)."""
+    native_math: the backend's own conversions, fma and division, else IEEE arithmetic. sigmoid_table: the sigmoid
+    gathered from the table (tl.gather, Triton 3.4+), else per element. two_pass: grad_input, then y in a second launch;
+    else the fused kernel. transpose_in_registers: the y kernel loads rows and transposes y in registers, else loads
+    columns. keep_y: the grad kernel stores y (bf16) in the scratch, for the y kernel to quantize. ptx: the PTX pieces
+    where the arch has them. libdevice: libdevice's exp, else tl.exp (Ascend's is a stub). npu_division: divides with /
+    (the reference's own vector divide on Ascend), else div_rn. column_gather: column loads through offsets no compiler
+    sees as affine, as triton-ascend then gathers a compact tile (a strided copy outgrows its unified buffer:
+    PERF_NOTES.md, eleventh round). exact: the reference's bytes, else its tolerance (the tolerant rungs). persistent:
+    as many programs as the device holds at once, else one a tile. ordering: a key of ORDERINGS, the ordering of
+    memory operations its kernels rely on, proven before its first output. register_capped: the nvidia settings where
+    the backend takes maxnreg. threads a program, chunk tokens a slice (a grad tile), y_chunk channels a row of y (a y
+    tile); scale_groups: the most groups whose scales a two-pass program stores at once (a power of two); many_tiles:
+    (threads, chunk) past MANY_TILES_PER_SM tiles an SM."""
     name: str
     native_math: bool
     sigmoid_table: bool
@@ -1239,54 +1223,41 @@ class Route(NamedTuple):
 
     @property
     def probed(self):
-        """Whether the probe proves the route's arithmetic before it runs: every native route's but the nvidia ones,
-        whose PTX conversions, fma and division are defined by the ISA and were proven exhaustively on the H100
-        (tools/exhaustive_exactness.py), and whose first call the probe's compile would take from 2.5-2.9 s to 4.3-4.7
-        s (H100, PERF_NOTES.md, ninth round)."""
+        """Every native route's but the nvidia ones, whose PTX pieces the ISA defines (proven on the H100 by
+        tools/exhaustive_exactness.py) and whose cold start a probe would lengthen by half (ninth round)."""
         return self.native_math and not self.ptx
 
 
-# Ascend's two-pass settings: 8-token grad_input tiles, y in 16 channels (32-byte rows, the vector
-# transpose's 16 x 16 blocks of 16 bits) or in 4 gathered columns, 8 groups' scales a store (32 bytes).
-# Each kernel's unified buffer is what check.py --targets judge prints.
 # The orderings a route can rely on (Route.ordering), each with what it is, for the warning that leaves its rungs.
 ORDERINGS = {"slot barrier": "tl.debug_barrier ordering a program's stores to its scratch slot before its other "
                              "threads' loads, and its loads before the next stores"}
 _FUSED = {"ordering": "slot barrier"}
+# Ascend's: 8-token grad tiles, y in 16 channels (the vector transpose's 16 x 16 blocks) or 4 columns, 32-byte scales.
 _ASCEND = {"two_pass": True, "libdevice": False, "npu_division": True, "column_gather": True, "persistent": True,
            "chunk": 8, "scale_groups": 8}
+# Each ladder's order: PLATFORMS.md, "Routes"; each rung's settings its fastest (PERF_NOTES.md).
 ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True, **_FUSED),
     Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True, **_FUSED),
     Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32, **_FUSED),
     Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, many_tiles=(256, 16), **_FUSED),
     Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512, **_FUSED),
-    # The two-pass kernels with the fused kernel's native arithmetic, proven by the probe as the native rungs' is.
     Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, keep_y=True, threads=128,
           chunk=16, y_chunk=32),
-    # The last exact rung: two kernels of loads, stores, IEEE arithmetic and reductions along the last
-    # axis, y handed from one to the other through the scratch, with no slot, gather, inline asm, vendor option
-    # or barrier.
+    # The last exact rung: no slot, gather, inline asm, vendor option or barrier.
     Route("plain", native_math=False, sigmoid_table=False, two_pass=True, keep_y=True, threads=128, chunk=8,
           y_chunk=16),
-    # Ascend's own rungs (its compiler splits tl.fma, so native arithmetic cannot be proven there): first
-    # y transposed in registers, then y from column loads (what a public entry ran there).
+    # Ascend's compiler splits tl.fma: no native arithmetic can be proven there.
     Route("ascend_transposed", native_math=False, sigmoid_table=False, transpose_in_registers=True,
           y_chunk=16, **_ASCEND),
     Route("ascend_columns", native_math=False, sigmoid_table=False, y_chunk=4, **_ASCEND),
-    # The last rung of every ladder, not byte-exact: the reference's operations as written, what the
-    # entries that pass the judge on six chips compute (PLATFORMS.md, Routes). tolerant_npu: the same with
-    # Ascend's sizes.
+    # Not byte-exact: the reference's operations as written, as the entries that pass the judge on six chips.
     Route("tolerant", native_math=False, sigmoid_table=False, two_pass=True, libdevice=False, npu_division=True,
           exact=False, y_chunk=32),
     Route("tolerant_npu", native_math=False, sigmoid_table=False, exact=False, y_chunk=4, **_ASCEND),
 )}
 ROUTES = tuple(ROUTE_TABLE)
 ROUTE_ENV = "SILU_DOT_ROUTE"
-# The fused rungs, fastest first: native arithmetic with the table, then with the sigmoid per element, then IEEE
-# arithmetic per element; then the two-pass rungs: native, IEEE, tolerant. No rung of IEEE arithmetic with the
-# table: on the H100 it ran 1.50x the nvidia route's time, slower than the IEEE rung per element below it (1.32x),
-# and it needs tl.gather besides (PERF_NOTES.md, twentieth round).
 _PORTABLE_LADDER = ("native", "native_per_element", "generic_per_element", "native_two_pass", "plain", "tolerant")
 
 
@@ -1296,19 +1267,13 @@ def route_available(route):
 
 
 class Backend(NamedTuple):
-    """What is known of one backend; PLATFORMS.md gives the source of each fact.
-
-    It is recognised by its torch device type (None: any), the Triton target its driver reports ((): any) and a
-    pattern of its device name ("": any). routes is its ladder, in the order tried: a route that this Triton cannot
-    have is left out, and a route whose probe finds a difference or whose kernels do not compile there is left for the
-    next (see _Device). warp_size is used where the driver reports none (Ascend reports 0). max_threads caps the
-    threads of a program (a launch aims at its route's). warps, where set, is the warps of every program whatever the
-    warp width, and max_chunk and max_y_chunk cap the route's slices and y rows: what is known to run there, sized for
-    that many threads. proof_rows, where set, is the rows a step of the witness's kernels (the default's temporaries
-    outgrow Ascend's unified buffer). options are the compile options it takes beyond num_warps, num_stages and
-    enable_fp_fusion. max_grid is the most programs along each grid dimension. triton is the release its Triton is
-    built on. compiled_launch: its JIT is known to specialize on no more than _ALIGNMENT's key holds, so a call launches
-    its compiled kernels directly; elsewhere every call goes through the kernel's own JIT."""
+    """One backend; PLATFORMS.md gives the source of each fact. device_type, targets, name_pattern: how it is
+    recognised (None, (), "": any). routes: its ladder, in the order tried. warp_size: where the driver reports none.
+    max_threads: the most threads a program. warps: where set, every program's whatever their width; max_chunk,
+    max_y_chunk: caps on a route's slices and y rows. options: the compile options it takes beyond num_warps,
+    num_stages and enable_fp_fusion. max_grid: the most programs along each grid dimension. triton: the release its
+    Triton is built on. proof_rows: where set, the rows a step of the witness's kernels. compiled_launch: its JIT
+    specializes on no more than _ALIGNMENT's key holds, so a call launches its compiled kernels directly."""
     name: str
     device_type: Optional[str]
     targets: tuple
@@ -1342,19 +1307,15 @@ BACKENDS = {b.name: b for b in (
             _CUDA_GRID, "3.1"),
     Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", _PORTABLE_LADDER, 32, 1024, (), _CUDA_GRID, "3.5"),
     Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
-    # 4 warps, as the public entry that passes there launches (on the S4000, warps of 128: 512 threads), in
-    # 16-token slices and 32-channel y rows (the fastest at 4 warps of 32 on the H100, PERF_NOTES.md, twelfth
-    # round). The 128-thread cap of a FlagGems comment is not the S4000's: FlagTree's autotuner allows it 8 warps.
+    # 4 warps whatever their width, as the public entry that passes there launches (PLATFORMS.md).
     Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 512, (), _CUDA_GRID, "3.1", warps=4,
             max_chunk=16, max_y_chunk=32),
-    # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts
-    # a load of what the same program stored (the fused kernel's scratch slot). The witness's steps of 2 rows: at 4
-    # its input kernel (every group's gates mixed in sign and binade) planned 150-162 KB of a 150 KB unified
-    # buffer, at 2 83-89 KB (check.py --targets judge).
+    # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts a load of
+    # what the same program stored (the fused kernel's slot); the witness's input kernel fits its unified buffer
+    # in steps of 2 rows (check.py --targets judge).
     Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
             (65535, 1, 1), "3.2", proof_rows=2),
-    # The interpreter's native arithmetic is numpy's: its bf16 cast truncates and its fma rounds twice (the
-    # probe finds both), so its ladder starts at IEEE arithmetic. The CPU tests probe the native rungs.
+    # The interpreter's native arithmetic is numpy's (its bf16 cast truncates, its fma rounds twice).
     Backend("interpreter", "cpu", (), "", ("generic_per_element", "plain", "tolerant"), 32, 256, (),
             (65535, 65535, 65535), "3.2"),
     Backend("unknown", None, (), "", _PORTABLE_LADDER, 32, 256, (), (65535, 65535, 65535), "3.2",
@@ -1363,8 +1324,7 @@ BACKENDS = {b.name: b for b in (
 
 
 def backend_for(device_type, target, device_name=None):
-    """The first entry of BACKENDS that recognises a device: its torch device type, its Triton target
-    backend ("cuda", "hip", "maca", ...) and its name (None: not known, matches any pattern)."""
+    """The first entry of BACKENDS that recognises a device (device_name None: matches any pattern)."""
     for backend in BACKENDS.values():
         if ((backend.device_type in (None, device_type)) and (not backend.targets or target in backend.targets)
                 and (device_name is None or re.search(backend.name_pattern, device_name.upper()))):
@@ -1376,10 +1336,17 @@ def _backend(backend):
     return BACKENDS[backend] if isinstance(backend, str) else backend
 
 
+def _route(route):
+    """The Route record of a route name (or record); a ValueError for a name that is none."""
+    if isinstance(route, Route):
+        return route
+    if route not in ROUTE_TABLE:
+        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+    return ROUTE_TABLE[route]
+
+
 class LaunchSettings(NamedTuple):
-    """How the main kernel is launched: warps per program, tokens per slice, channels per y row, the register cap (None:
-    the option is not passed), on a persistent route the number of programs (None: one a tile) and, for the fused
-    kernel, whether each slice's loads are issued a slice ahead."""
+    """How the main kernels are launched (Route's words); programs: a persistent route's (None: one a tile)."""
     num_warps: int
     chunk: int
     y_chunk: int
@@ -1389,8 +1356,7 @@ class LaunchSettings(NamedTuple):
 
 
 class KernelLaunch(NamedTuple):
-    """One kernel launch, as a compile matrix needs it: its name in the plan, the @triton.jit function,
-    its grid, the types of its runtime arguments, its constexpr values and its compile options."""
+    """One kernel launch; signature: the Triton types of its runtime arguments."""
     name: str
     kernel: object
     grid: tuple
@@ -1399,20 +1365,20 @@ class KernelLaunch(NamedTuple):
     options: dict
 
 
-def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
-    """The main kernel's settings for a backend, route (default: the backend's) and shape, with no autotuning (it costs
-    judge time). resident: how many of the route's programs an SM holds at once (resident_programs), where known.
+# Past this many tiles an SM, Route.many_tiles (PERF_NOTES.md, twenty-second round).
+MANY_TILES_PER_SM = 2
+# The per-element fused routes load a slice ahead at most this many threads a program, from this Triton: only
+# threads of many elements spare the registers, and only some Tritons keep them few (PERF_NOTES.md, fifteenth round).
+_PREFETCH_MAX_THREADS = 128
+_PREFETCH_FROM = (3, 6)
 
-    nvidia: 8 warps, 32-token slices, y in 64-channel rows, at most 80 registers a thread (three programs an SM, no
-    spill); where the grid needs as many rounds of two programs an SM as of three (512 tiles on 132 SMs), 16 warps at
-    64 registers, whose rounds end sooner (PERF_NOTES.md). Every other route: its record's threads (or
-    Route.many_tiles'; fewer where the backend allows fewer, or the backend's warps), slices and y rows (capped where
-    the backend caps them), no register cap. The per-element rungs run 512 threads (at 256 the native one took 160
-    registers in 32-token slices; the IEEE one ran 1.57x the nvidia route's time, at 512 1.42x: fourteenth round). A
-    persistent route launches sm_count * resident programs where both are known, a persistent two-pass route one a
-    core (on Ascend its vector cores), as triton-ascend's docs advise for vector-only kernels. The per-element routes
-    load a slice ahead where a program has at most 128 threads (_prefetches).
-"""
+
+def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
+    """The main kernels' settings (no autotuning: it costs judge time). resident: the programs an SM holds, where known.
+
+    nvidia, where maxnreg is taken: 8 warps at 80 registers (three programs an SM); where the grid needs as many rounds
+    of two programs an SM as of three, 16 at 64, whose rounds end sooner. Else the route's settings within the
+    backend's; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
@@ -1429,35 +1395,11 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
         threads, chunk = route.many_tiles
     warp_size = warp_size or backend.warp_size
     num_warps = backend.warps or max(1, min(threads, backend.max_threads) // warp_size)
+    prefetch = (num_warps * warp_size <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
+                and not route.two_pass and not route.sigmoid_table)
     return LaunchSettings(num_warps=num_warps, chunk=min(chunk, backend.max_chunk or chunk),
                           y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
-                          programs=programs, prefetch=_prefetches(route, num_warps * warp_size))
-
-
-# Past two tiles an SM, native_per_element's programs of 256 threads in 16-token slices (62 registers, four an SM):
-# 4-8% faster there on the H200 (Triton 3.1), 5-12% slower below (PERF_NOTES.md, twenty-second round).
-MANY_TILES_PER_SM = 2
-_PREFETCH_MAX_THREADS = 128
-_PREFETCH_FROM = (3, 6)
-
-
-def _prefetches(route, threads):
-    """Whether the fused kernel loads each slice a slice ahead: on its per-element routes, where a program has at most
-    _PREFETCH_MAX_THREADS threads, from Triton _PREFETCH_FROM. Held across an iteration, a slice's inputs take
-    registers that only threads holding many elements each can spare, and only some Tritons keep them few. On the H100
-    (PERF_NOTES.md, fifteenth round), native per element at 4 warps of 32: 3-4% faster with Triton 3.6, 4% slower with
-    3.1; at 512 threads, or on the table routes, 2-15% slower."""
-    return (threads <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
-            and not route.two_pass and not route.sigmoid_table)
-
-
-def _route(route):
-    """The Route record of a route name (or record); a ValueError for a name that is none."""
-    if isinstance(route, Route):
-        return route
-    if route not in ROUTE_TABLE:
-        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-    return ROUTE_TABLE[route]
+                          programs=programs, prefetch=prefetch)
 
 
 # The features of the arithmetic, each with a native and an IEEE form, and its bit of the kernels' IEEE. A native
@@ -1515,35 +1457,23 @@ def ieee_features_for(route, failed_checks, ieee=()):
 
 
 def _turnable(route):
-    """The features a probed route can run in their IEEE form: every one, but the sigmoid on a table route
-    (its sigmoid check proves the table's gather, which has no IEEE form)."""
+    """The features a probed route can run IEEE: every one but a table route's sigmoid (its check proves the gather)."""
     return [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
 
 
 def _explained_checks(ieee):
-    """The probe checks whose differences the features `ieee` in their IEEE form leave unused: the fma's,
-    once the quantizer's division (the one user whose result depends on the fma's rounding) is IEEE."""
+    """The probe checks whose differences the IEEE features `ieee` leave unused: fma's once the division (its one
+    user whose result depends on its rounding) is IEEE."""
     return {"fma"} if "division" in ieee else set()
 
 
 def route_compositions(route):
-    """The sets of features (IEEE_FEATURES) that a route can run in their IEEE form on some device, compiled by the
-    compile matrix and the judge run: on a probed route none, each feature its probe can turn alone, and every one of
-    them together (these hold every helper's IEEE form beside every other's native one in one kernel); elsewhere none.
-    """
+    """The feature sets a route can run IEEE on some device (compiled by the judge run): on a probed route none, each
+    turnable one alone and all together; elsewhere none."""
     if not _route(route).probed:
         return [()]
     each = _turnable(route)
     return [()] + [(f,) for f in each] + [tuple(each)]
-
-
-def _groups_a_store(groups, most):
-    """How many consecutive groups' scales a two-pass program stores at once: the largest power of two
-    that divides the groups of a row and is at most `most`."""
-    n = 1
-    while n * 2 <= most and groups % (n * 2) == 0:
-        n *= 2
-    return n
 
 
 # The witness's own arguments beyond KERNEL_ARGUMENTS, and their Triton types.
@@ -1558,21 +1488,14 @@ def _signature(kernel):
     return {name: types[name] for name in kernel.arg_names if name in types}
 
 
-# The launches run once per device, before any call's (_Device._settle), not per call; and the proofs' own launches
-# (the ordering check: once per device and launch settings, before a rung relying on the ordering writes an output).
+# The launches run once per device, before any call's; the proofs', once per device and launch settings.
 PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 PROOF_LAUNCHES = ("ordering",)
-# The ordering check's size: programs, each in a slot of its own, and rounds a program. On a device enough programs
-# to fill every SM several times over (their warps drift apart, as a race needs), 16 MB of slots, and rounds enough
-# that the nvidia rungs' warps, which run closest to lockstep, show a missing barrier many times over (at 32 rounds
-# it showed in 2-21 of 512 programs a run on the H100); under the interpreter, which runs programs one after
-# another (no race can show), enough to run every line.
+# The ordering check's programs (a slot each) and rounds: on a device enough that the nvidia rungs' near-lockstep
+# warps show a missing barrier many times over (PERF_NOTES.md, eighteenth round); interpreted, enough to run each line.
 _ORDERING_SIZE = {"PROGRAMS": 2, "ROUNDS": 2} if _INTERPRET else {"PROGRAMS": 512, "ROUNDS": 96}
-# The witness's runs on a rung relying on an ordering, each with its input pushed out of L2 first (a race shows where
-# the inputs are not cache-resident, as a user's are): runs that differ are a race. On the H100 a run showed the fused
-# kernel's own barrier call removed at 8x128x2560 in about 3 of 10 runs (4 runs caught it in 8 of 10 fresh processes):
-# 12 miss it about once in 70. One under the interpreter, which runs a launch's programs one after another (no race
-# can show; the tests set two where they simulate one).
+# The witness's runs on a rung relying on an ordering, its input out of L2 each time: runs that differ are a race
+# (PERF_NOTES.md, nineteenth round). The interpreter shows no race (the tests set two where they simulate one).
 _WITNESS_RUNS = 1 if _INTERPRET else 12
 
 
@@ -1594,25 +1517,27 @@ def _call_kernels(plan):
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False, resident=None, ieee=()):
-    """Every kernel a backend's route launches for an (M, H) call, by name, in order: "sigmoid_table" (once per device,
-    on a table route, or where the sigmoid per element runs IEEE and reads three entries), "probe" (once per device,
-    where Route.probed), "ordering" (where Route.ordering, once per device and
-    settings: _ordering_check_kernel) and "main"; on a two-pass route "grad" and "y". ieee: the route's features that
-    run in their IEEE form on this device (IEEE_FEATURES). The launcher below launches exactly these. A ValueError if
-    a grid exceeds the backend's."""
+    """Every kernel a route launches for an (M, H) call, by name, in order: "sigmoid_table", "probe" (Route.probed),
+    "ordering" (Route.ordering), then "main", or "grad" and "y" (two_pass). ieee: the features run IEEE on this device.
+    A ValueError where a grid exceeds the backend's."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
-    settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size, resident)
+    settings = settings or launch_settings(backend, M, H, sm_count=sm_count, route=route, warp_size=warp_size,
+                                           resident=resident)
     route_constexprs = _route_constexprs(route, arch, ieee)
     common = {"enable_fp_fusion": False}
     options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
     if settings.maxnreg is not None:
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
+
+    def grid(tiles):  # a persistent program takes every P-th tile
+        return (min(tiles, settings.programs or tiles, backend.max_grid[0]), 1, 1)
+
     launches = []
-    # The table is gathered on a table route; the per-element IEEE sigmoid reads three entries, but on the two-pass
-    # routes of IEEE arithmetic (plain computes it whole; Ascend's divide with its own /).
+    # The per-element IEEE sigmoid reads three entries of the table, but on the two-pass IEEE routes (plain computes
+    # it whole; Ascend's divide with their own /).
     table_free = route.two_pass and not route.native_math
     if route.sigmoid_table or (route_constexprs["IEEE"] & IEEE_FEATURES["sigmoid"] and not table_free):
         launches.append(_table_launch("sigmoid_table", backend, route, warp_size))
@@ -1628,16 +1553,12 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             {"ROUNDS": _ORDERING_SIZE["ROUNDS"], "CHUNK": settings.chunk,
              "Y_CHUNK": settings.y_chunk, "CUDA_ARCH": route_constexprs["CUDA_ARCH"]}, options))
     if route.two_pass:
-        grad_groups = _groups_a_store(H // GROUP_SIZE, route.scale_groups)
-        y_groups = _groups_a_store(M // GROUP_SIZE, route.scale_groups)
+        # the most consecutive groups of a row whose scales a program stores at once (scale_groups a power of two)
+        grad_groups, y_groups = math.gcd(tiles_h, route.scale_groups), math.gcd(tiles_m, route.scale_groups)
         two_pass = {"EXACT": route.exact,
                     "NPU_DIVISION": route.npu_division, "TABLE_FREE": table_free,
                     **{name: value for name, value in route_constexprs.items() if name != "SIGMOID_TABLE"},
                     "INDEX_64": index_64}
-
-        def grid(tiles):
-            return (min(tiles, settings.programs or tiles, backend.max_grid[0]), 1, 1)
-
         if route.keep_y:
             y_kernel, y_own = _y_kept_kernel, {}
         elif route.transpose_in_registers:
@@ -1653,13 +1574,11 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             KernelLaunch("y", y_kernel, grid(H // settings.y_chunk * (tiles_m // y_groups)), _signature(y_kernel),
                          {**y_constexprs, "CHANNELS": settings.y_chunk, "GROUPS": y_groups}, options)]
     else:
-        if route.persistent:
-            grid = (min(tiles_h * tiles_m, settings.programs or tiles_h * tiles_m, backend.max_grid[0]), 1, 1)
-        else:
-            grid = (tiles_h, tiles_m, 1)  # H first (see the kernel)
         launches.append(KernelLaunch(
-            "main", _silu_mul_quant_kernel, grid, _signature(_silu_mul_quant_kernel),
-            {"CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, **route_constexprs, "PERSISTENT": route.persistent, "INDEX_64": index_64,
+            "main", _silu_mul_quant_kernel, grid(tiles_h * tiles_m) if route.persistent else (tiles_h, tiles_m, 1),
+            _signature(_silu_mul_quant_kernel),  # a grid of one program a tile: H first (see the kernel)
+            {"CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, **route_constexprs, "PERSISTENT": route.persistent,
+             "INDEX_64": index_64,
              "PREFETCH": settings.prefetch},
             options))
     for launch in launches:
