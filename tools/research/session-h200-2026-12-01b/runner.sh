@@ -4,7 +4,7 @@
 #   XY: 30, 31 or 35 (Triton from .whl/tXY0.part.*, packed by ../shared/tools/triton_parts.sh) or 36 (the machine's).
 #   .lab/before.py: the release before the redesign (676ce27); .lab/commit: the commit of the working tree.
 # Steps: strict (check.py --strict, automatic and portable), faults (every fault copy of tools/solution_copies.py,
-# check.py --strict at 1024x2560 and 4096x4096, eight at once), cheats (check.py's host-computed-output copies, on
+# check.py --strict at 1024x2560, fault_later_tiles at 4096x4096 (a persistent program's second tile), eight at once), cheats (check.py's host-computed-output copies, on
 # the GPU), bench-auto and bench-npe (bench.py --repeat 3 against .lab/before.py, automatic; native_per_element on
 # both), native-vs-npe (bench.py --repeat 3, route native against native_per_element, one file), host
 # (tools/host_time.py, three routes, both files), cold (tools/cold_start.py --runs 2, both files).
@@ -18,8 +18,9 @@ commit=$(cat .lab/commit); before=$(cat .lab/before_commit)
 for step in "$@"; do case $step in
  strict) strict_checks ;;
  faults) ls copies/fault_*.py copies/flushing_division.py | xargs -P 8 -I{} sh -c \
-     'n=$(basename {} .py); { echo "# check.py --strict --seeds 1 --shapes 1024x2560 4096x4096 --solution {}"; \
-      timeout 400 python3 check.py --strict --seeds 1 --shapes 1024x2560 4096x4096 --solution {} \
+     'n=$(basename {} .py); s=1024x2560; [ $n = fault_later_tiles ] && s=4096x4096; \
+      { echo "# check.py --strict --seeds 1 --shapes $s --solution {}"; \
+      timeout 300 python3 check.py --strict --seeds 1 --shapes $s --solution {} \
       --json "$OUT/v/$n-'$tag'.json"; echo "# exit $?"; } > "$OUT/v/$n-'$tag'.txt" 2>&1'
    for f in "$OUT"/v/fault_*-$tag.txt "$OUT"/v/flushing_division-$tag.txt; do
      echo "== $(basename $f .txt): $(grep -m1 '^route:' $f), $(grep -c ': left:' $f) left, $(grep -cE ': (PASS|FAIL)' $f) shapes, $(grep -cE ': FAIL' $f) FAIL; $(tail -1 $f)"; done ;;
