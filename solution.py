@@ -801,38 +801,38 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
 
 _INFINITY = tl.constexpr(float("inf"))
 PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
-# The probe's size, as constexprs: ROWS x 128 inputs a program; the quantizer's absmax values, every
-# EXPONENT_STEP-th fp32 exponent (and 255) with ABSMAX_PER_EXPONENT mantissas; rows of the pipeline
-# check. On a device 33,152 programs, within the smallest grid dimension of a backend whose ladder probes
-# (65,535). Under the interpreter (numpy, ~1000x slower; each program's cost mostly its own) fewer and larger
-# programs over a sparser set: every bf16 gate, v and high half still, 8 absmax exponents and 256 rows.
+# ROWS x 128 inputs a program; the quantizer's absmax values: every EXPONENT_STEP-th fp32 exponent (and 255), with
+# ABSMAX_PER_EXPONENT mantissas; PIPELINE_ROWS rows of 128 triples. On a device 33,152 programs, within the smallest
+# grid dimension of a backend whose ladder probes (65,535). Under the interpreter (numpy, ~1000x slower; each program's
+# cost mostly its own) fewer, larger programs over a sparser set: still every bf16 gate, v and high half.
 _PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
 _PROBE_SIZE_INTERPRETED = {"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256}
 PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
-_PROBE_LOW_HALVES = (0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF)  # then two hashed ones
+
+
+@triton.jit
+def _probe_programs(CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
+                    EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr):
+    """Programs of the CHECK-th check of PROBE_CHECKS, ROWS x 128 inputs each: 2**16 gates; 8 low halves to each of
+    2**16 high halves; the absmax values to each of 2**16 v; 2**16 products; the pipeline's rows. The kernel splits
+    its grid by it; the host, calling its Python body (constexpr arithmetic only), sizes the grid and reads records."""
+    inputs = (2**19 if CHECK == 1 else 256 // EXPONENT_STEP * ABSMAX_PER_EXPONENT * 2**16 if CHECK == 2 else
+              PIPELINE_ROWS * 128 if CHECK == 4 else 2**16)
+    return inputs // (ROWS * 128)
 
 
 def _probe_programs_per_check(size):
-    """Programs of each check of PROBE_CHECKS, for a PROBE_SIZE."""
-    per = size["ROWS"] * GROUP_SIZE
-    absmax = 256 // size["EXPONENT_STEP"] * size["ABSMAX_PER_EXPONENT"]
-    inputs = (2**16, 2**16 * 8, absmax * 2**16, 2**16, size["PIPELINE_ROWS"] * 128)
-    return tuple(n // per for n in inputs)
+    """_probe_programs of each check, for a PROBE_SIZE."""
+    return tuple(_probe_programs.fn(check, size["ROWS"], size["ABSMAX_PER_EXPONENT"], size["EXPONENT_STEP"],
+                                    size["PIPELINE_ROWS"]) for check in range(len(PROBE_CHECKS)))
 
 
 @triton.jit
 def _hash(k):
-    """A 32-bit mix of the integer k (wrapping), for probe inputs; _hash_py is its host twin."""
+    """A 32-bit mix of the integer k (wrapping), for probe inputs."""
     k = k.to(tl.uint32)
     k = (k ^ (k >> 16)) * 0x7FEB352D
     k = (k ^ (k >> 15)) * 0x2C1B3C6D
-    return k ^ (k >> 16)
-
-
-def _hash_py(k):
-    k &= 0xFFFFFFFF
-    k = ((k ^ (k >> 16)) * 0x7FEB352D) & 0xFFFFFFFF
-    k = ((k ^ (k >> 15)) * 0x2C1B3C6D) & 0xFFFFFFFF
     return k ^ (k >> 16)
 
 
@@ -853,39 +853,47 @@ def _differ(native, ieee):
 
 
 @triton.jit
-def _record(probe_ptr, program, differ, k, native_bits, ieee_bits):
-    """Writes a program's count of differences, its first differing input k, and the results there."""
-    count = tl.sum(tl.sum(differ.to(tl.int32), 1), 0)
-    first = tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0)
-    at_first = differ & (k == first)
-    native_first = tl.sum(tl.sum(tl.where(at_first, native_bits, 0), 1), 0)
-    ieee_first = tl.sum(tl.sum(tl.where(at_first, ieee_bits, 0), 1), 0)
+def _at(where, values):
+    return tl.sum(tl.sum(tl.where(where, values, 0), 1), 0)
+
+
+@triton.jit
+def _record(probe_ptr, program, differ, k, inputs, native_bits, ieee_bits):
+    """Writes a program's record: its count of differences, then at its first differing k the input's bits (as
+    _probe_check packs them, for _probe_input) and the native and IEEE results' bits."""
+    at_first = differ & (k == tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0))
     field = tl.arange(0, 4)
-    tl.store(probe_ptr + program * 4 + field,
-             tl.where(field == 0, count, tl.where(field == 1, first, tl.where(field == 2, native_first, ieee_first))))
+    tl.store(probe_ptr + program * 4 + field, tl.where(field == 0, _at(differ, 1), tl.where(
+        field == 1, _at(at_first, inputs), tl.where(field == 2, _at(at_first, native_bits), _at(at_first, ieee_bits)))))
 
 
 @triton.jit
 def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
                  EXPONENT_STEP: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
                  NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ,
-    the native result's bits, the IEEE result's), for _record (see _probe_kernel)."""
-    if CHECK == 0:  # sigmoid: every bf16 gate, the route's own sigmoid against the IEEE one computed
+    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ, the inputs'
+    bits, the native results' bits, the IEEE results'), for _record (see _probe_kernel)."""
+    if CHECK == 0:  # sigmoid: all 65,536 bf16 gates; the route's own sigmoid against the IEEE one computed
         gate = _float(k << 16)
         native = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
         ieee = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
         # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
-        return (_differ(native, ieee) & (gate == gate), _bits(native), _bits(ieee))
-    elif CHECK == 1:  # fp32 -> bf16: every high half, with the low halves that decide the rounding
+        return (_differ(native, ieee) & (gate == gate), k, _bits(native), _bits(ieee))
+    elif CHECK == 1:
+        # fp32 -> bf16: every high half (NaN, inf, zeros, subnormals among them), and the low half only through its
+        # rounding class: at and above the halfway point 0x8000, with and without a carry into the high half, and where
+        # the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
         j = k & 7
         low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
             j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
         v = _float(((k >> 3) << 16) | low)
         native = bf16_round(v, IEEE)
         ieee = bf16_round(v, IEEE=IEEE_ALL)
-        return (_differ(native, ieee), _bits(native), _bits(ieee))
-    elif CHECK == 2:  # the quantizer: every bf16 v against ABSMAX_PER_EXPONENT absmax values per exponent
+        return (_differ(native, ieee), _bits(v), _bits(native), _bits(ieee))
+    elif CHECK == 2:
+        # The quantizer: every bf16 v; the scale is absmax * fp32(1/127) for a bf16 absmax: every fp32 exponent (zero
+        # and subnormal absmax, the 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others. Markstein's
+        # correction fails where an fma rounds twice or a conversion truncates otherwise; int8 of NaN must be 0.
         a = k >> 16
         j = a % ABSMAX_PER_EXPONENT
         mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
@@ -899,28 +907,30 @@ def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr, AB
         ieee = quantize(v, scale, inv_scale, IEEE=IEEE_ALL, CUDA_ARCH=0).to(tl.int32)
         # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
         possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
-        return ((native != ieee) & possible, native, ieee)
+        return ((native != ieee) & possible, _bits(absmax) | (k & 0xFFFF), native, ieee)  # both bf16, absmax high
     elif CHECK == 3:  # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers
+        # (products of 13-bit significands, whose low half a split multiply-add rounds away)
         i = 4096 + (k & 0xFFF)
         j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
-        a = i.to(tl.float32) * (1.0 / 4096)
-        b = j.to(tl.float32) * (1.0 / 4096)
+        a, b = i.to(tl.float32) * (1.0 / 4096), j.to(tl.float32) * (1.0 / 4096)
         p = a * b
         exact = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)
         native = tl.fma(a, b, -p)
-        return (_differ(native, exact), _bits(native), _bits(exact))
-    else:  # the pipeline: sigmoid, the formulas, bf16, group max, scale and quantizer, on rows of 128 triples
+        return (_differ(native, exact), ((j - 4096) << 12) | (i - 4096), _bits(native), _bits(exact))
+    else:
+        # The pipeline: the per-element formulas, rounding, group max, scale and quantizer as the main kernel runs them
+        # on rows of 128 triples, compiled with its options (a compiler that contracts or reorders inside a bigger
+        # kernel shows here): every bf16 gate with random up and grad_y, then random gates; one sigmoid for both sides.
         g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
         g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
         gate = _float(g << 16)
         up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
         gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
-        # One sigmoid for both sides: the sigmoid check proves the route's equal to the IEEE one on every gate.
         sig = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
         native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE, CUDA_ARCH)
         ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, IEEE=IEEE_ALL, CUDA_ARCH=0)
         scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
-        return ((native != ieee) | scales_differ[:, None], native, ieee)
+        return ((native != ieee) | scales_differ[:, None], k, native, ieee)
 
 
 @triton.jit
@@ -953,63 +963,29 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
     """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
-    could differ, each program writing its count of differences (_record). Why these inputs cover the classes:
-      * sigmoid: its input is a bf16 gate, and all 65,536 of them are run: nothing is sampled.
-      * fp32 -> bf16: the result depends on the high half (sign, exponent, 7 mantissa bits: every one is run, NaN,
-        inf, zeros and subnormals among them) and on the low half only through the rounding classes below, at and
-        above the halfway point 0x8000, with and without a carry into the high half, and where the high half's last
-        bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
-      * the quantizer: v is a bf16 value (all 65,536 run) and the scale is absmax * fp32(1/127) for a bf16 absmax:
-        every fp32 exponent (zero and subnormal absmax, the 1e-10 floor, inf and NaN) with the mantissas 0 and 0x7F
-        and hashed others, and only |v| <= absmax, as in a group. Markstein's correction fails where an fma rounds
-        twice or a conversion truncates otherwise; int8 of a NaN quotient (a NaN or inf scale) must be 0.
-      * fma: products of 13-bit significands, whose low half a split multiply-add rounds away.
-      * pipeline: the kernel's per-element formulas, rounding, group max, scale and quantizer as the main kernel runs
-        them, compiled with its options (a compiler that contracts or reorders inside a bigger kernel shows here), on
-        every bf16 gate with random up and grad_y, and on random gates; both sides take the route's sigmoid, which the
-        sigmoid check proves equal to the IEEE one.
-    IEEE picks the native side: each feature native, or IEEE where an earlier probe on this device found it wrong
-    (then its check compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads
-    the table: its check proves that read against the computed IEEE sigmoid); the IEEE side is always the twin."""
+    could differ (_probe_check says why, check by check), each program writing its record (_record). IEEE picks the
+    native side: each feature native, or IEEE where an earlier probe on this device found it wrong (then its check
+    compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads the table: its
+    check proves that read against the computed IEEE sigmoid); the IEEE side is always the twin."""
     program = tl.program_id(0)
-    per = ROWS * 128
-    n0 = 2**16 // per
-    n1 = n0 + 2**19 // per
-    n2 = n1 + 256 // EXPONENT_STEP * ABSMAX_PER_EXPONENT * 2**16 // per
-    n3 = n2 + 2**16 // per
-    check = tl.where(program < n0, 0, tl.where(program < n1, 1, tl.where(program < n2, 2, tl.where(
-        program < n3, 3, 4))))
-    start = tl.where(program < n0, 0, tl.where(program < n1, n0, tl.where(program < n2, n1, tl.where(
-        program < n3, n2, n3))))
-    rows = (program - start) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, 128)
-    k = rows[:, None] * 128 + cols[None, :]
-    differ = k < 0
-    native = k
-    ieee = k
-    for c in tl.static_range(5):
-        if check == c:
-            differ, native, ieee = _probe_check(k, rows, table_ptr, c, ROWS, ABSMAX_PER_EXPONENT, EXPONENT_STEP,
-                                                SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
-    _record(probe_ptr, program, differ, k, native, ieee)
+    first = 0  # the check's first program
+    for check in tl.static_range(5):
+        programs = _probe_programs(check, ROWS, ABSMAX_PER_EXPONENT, EXPONENT_STEP, PIPELINE_ROWS)
+        if (program >= first) & (program < first + programs):
+            rows = (program - first) * ROWS + tl.arange(0, ROWS)
+            k = rows[:, None] * 128 + tl.arange(0, 128)[None, :]
+            differ, inputs, native, ieee = _probe_check(k, rows, table_ptr, check, ROWS, ABSMAX_PER_EXPONENT,
+                                                        EXPONENT_STEP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
+            _record(probe_ptr, program, differ, k, inputs, native, ieee)
+        first += programs
 
 
-def _probe_input(check, k, size):
-    """The input of a check's index k, in words (the host twin of _probe_check's inputs)."""
-    if check == "sigmoid":
-        return f"gate 0x{k:04x} (bf16)"
-    if check == "bf16 rounding":
-        low = _PROBE_LOW_HALVES[k & 7] if (k & 7) < 6 else _hash_py(k) & 0xFFFF
-        return f"fp32 0x{k >> 3:04x}{low:04x}"
-    if check == "quantizer":
-        a, j = k >> 16, (k >> 16) % size["ABSMAX_PER_EXPONENT"]
-        mantissa = 0 if j == 0 else (0x7F if j == 1 else _hash_py(a) & 0x7F)
-        exponent = (a // size["ABSMAX_PER_EXPONENT"]) * size["EXPONENT_STEP"]
-        exponent = 255 if exponent == 256 - size["EXPONENT_STEP"] else exponent
-        return f"v 0x{k & 0xFFFF:04x}, absmax 0x{(exponent << 7) | mantissa:04x} (bf16)"
-    if check == "fma":
-        return f"fma(a, b, -a*b) for a = 1 + {k & 0xFFF}/4096, b = 1 + {((k >> 12) * 257 + 1) & 0xFFF}/4096"
-    return f"row {k // 128}, column {k % 128}"
+def _probe_input(check, bits):
+    """A check's input in words, from the bits its program recorded (_probe_check)."""
+    return {"sigmoid": f"gate 0x{bits:04x} (bf16)", "bf16 rounding": f"fp32 0x{bits & 0xFFFFFFFF:08x}",
+            "quantizer": f"v 0x{bits & 0xFFFF:04x}, absmax 0x{bits >> 16:04x} (bf16)",
+            "fma": f"fma(a, b, -a*b) for a = 1 + {bits & 0xFFF}/4096, b = 1 + {bits >> 12}/4096",
+            "pipeline": f"row {bits // 128}, column {bits % 128}"}[check]
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
@@ -2596,20 +2572,20 @@ _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}
 
 
 def _probe_verdict(values, size):
-    """({check: differences}, {check: its finding, for each check that found any}) from the probe's per-program records
-    (four int32: differences, the first differing input, the native and the IEEE result there), for a PROBE_SIZE."""
+    """({check: differences}, {check: its finding, for each check that found any}) from the probe's records (four int32
+    a program: _record), for a PROBE_SIZE. A check's programs run its inputs in order: its first record with a
+    difference holds its first."""
     counts, findings = {}, {}
     program = 0
     for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
         records = [values[4 * p:4 * p + 4] for p in range(program, program + programs)]
-        program += len(records)
+        program += programs
         counts[check] = sum(r[0] for r in records)
-        differing = [r for r in records if r[0]]
-        if differing:
-            _, k, native, ieee = min(differing, key=lambda r: r[1])
+        first = next((r for r in records if r[0]), None)
+        if first:
             findings[check] = (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the "
-                               f"first at {_probe_input(check, k, size)}: native 0x{native & 0xFFFFFFFF:08x}, IEEE "
-                               f"0x{ieee & 0xFFFFFFFF:08x}")
+                               f"first at {_probe_input(check, first[1])}: native 0x{first[2] & 0xFFFFFFFF:08x}, "
+                               f"IEEE 0x{first[3] & 0xFFFFFFFF:08x}")
     return counts, findings
 
 
