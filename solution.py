@@ -990,15 +990,9 @@ def _probe_input(check, bits):
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
 # Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape on the
-# witness's input laid out as the call's x and grad_y, into buffers of the witness's own laid out as the call's (the
-# same binaries: _same_layout), and _witness_check_kernel compares every output byte with the host's IEEE fp32
-# expectations (_witness_expected). The input is a region of 128 tokens x WITNESS_CHANNELS channels that the host
-# builds (witness_input says what it holds) and uploads once per device; the region is laid over the call's M x H a
-# 128 x 128 tile at a time, each tile holding one of its channel groups with its tokens and channels rotated by amounts
-# of the tile's place (_witness_tags): a group keeps its members, so one set of expectations serves every tile, and a
-# value written at another tile's place differs from what is expected there. The input kernel poisons the outputs
-# (int8 -128, scale -1: values no output takes) and the scratch (NaN), so that an output left unwritten, or a slot read
-# before its write, differs whatever a run before left there.
+# witness's input (a region of 128 tokens x WITNESS_CHANNELS that the host builds: witness_input), into buffers of the
+# witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
+# output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
 WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
@@ -1010,8 +1004,9 @@ _WITNESS_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "strid
 
 @triton.jit
 def _witness_tags(tm, th, CHANNELS: tl.constexpr):
-    """(the region's channel group, the token rotation, the channel rotation) of the call's tile (tm, th); neighbouring
-    tiles differ in both rotations. Plain arithmetic: witness_source runs it on the host (_witness_tags.fn)."""
+    """(the region's channel group, token rotation, channel rotation) that the call's tile (tm, th) holds: a group keeps
+    its members (one set of expectations serves every tile), and neighbouring tiles differ in both rotations (a value
+    written at another tile's place is wrong there). Plain arithmetic: the host runs it too (_witness_tags.fn)."""
     tm = tm % 65536  # int32 products stay below 2**31
     th = th % 65536
     return (tm + th) % (CHANNELS // 128), (53 * tm + 19 * th + 3) % 128, (11 * tm + 37 * th + 1) % 128
@@ -1022,8 +1017,9 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_
                           stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHANNELS: tl.constexpr,
                           SLICE: tl.constexpr, INDEX_64: tl.constexpr):
     """Lays the region (region_ptr: its gate, up and grad_y planes, each 128 x CHANNELS bf16) over the call's M x H as
-    x and grad_y, a tile a step in SLICE-row slices, and poisons the tile's outputs and its part of the scratch (a
-    fused rung's slots, a two-pass rung's kept y: M x H elements either way)."""
+    x and grad_y, a tile a step in SLICE-row slices, and poisons the tile's outputs (int8 -128, scale -1: values no
+    output takes) and its part of the scratch (NaN; a fused rung's slots, a two-pass rung's kept y: M x H elements
+    either way), so that an output left unwritten, or a slot read before its write, differs."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1074,24 +1070,18 @@ def _witness_merge(count, compared, first, differ, code):
 
 
 @triton.jit
-def _witness_scale_differ(got, expected, EXACT: tl.constexpr):
-    """Where a scale differs: in its bits (a NaN for any NaN) where EXACT; else (the tolerant rungs) by more than 2**-6
-    relatively where the expected scale is finite: two bf16 steps of the absmax, gross faults, not ulps."""
+def _witness_differ(got, expected, expected_scale, IS_SCALE: tl.constexpr, EXACT: tl.constexpr):
+    """Where an output element differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
+    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
+    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps."""
     if EXACT:
-        return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
-                                                                                            & _is_nan(expected))
-    else:
-        return _finite(expected) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
-
-
-@triton.jit
-def _witness_int8_differ(got, expected, expected_scale, EXACT: tl.constexpr):
-    """Where an int8 differs: in value where EXACT; else by more than two steps, where its group's expected scale is
-    finite."""
-    if EXACT:
+        if IS_SCALE:
+            return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
+                                                                                                & _is_nan(expected))
         return got.to(tl.int32) != expected.to(tl.int32)
-    else:
-        return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
+    if IS_SCALE:
+        return _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
+    return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
 
 
 @triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
@@ -1099,65 +1089,60 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                           expected_yq_ptr, expected_ys_ptr, record_ptr, stamp, M, H, stride_gq, stride_gs, stride_yq,
                           stride_ys, CHANNELS: tl.constexpr, SLICE: tl.constexpr, EXACT: tl.constexpr,
                           INDEX_64: tl.constexpr):
-    """Compares every output element with the region's expectation at its place (_witness_tags), a tile a step in
-    SLICE-row slices, and writes each program's record of each output (_witness_merge, stamped: _stamped_record) at
-    record_ptr + program * 16 + output * 4. The expectations are _witness_expected's lists. An element's code is its
-    program's step times 32768 plus its place in the tile (witness_findings decodes it)."""
+    """Compares every element of each output of WITNESS_OUTPUTS in turn with the region's expectation at its place
+    (_witness_tags; the expectations are _witness_expected's lists), a tile a step in SLICE-row slices, and writes each
+    program's record of each (_witness_merge, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
+    element's code is its program's step * 2**15 + half * 2**14 + token * 2**7 + channel, its place in the tile (a
+    scale's: its group's first element's; witness_findings decodes it)."""
     tiles_h = H // 128
     tiles = (M // 128) * tiles_h
     groups = CHANNELS // 128
-    tile = _first_tile(INDEX_64)
-    program = tl.program_id(0)
     local = tl.arange(0, 128)
-    gq_count, gq_compared, gq_first = 0, 0, _FIRST_NONE
-    gs_count, gs_compared, gs_first = 0, 0, _FIRST_NONE
-    yq_count, yq_compared, yq_first = 0, 0, _FIRST_NONE
-    ys_count, ys_compared, ys_first = 0, 0, _FIRST_NONE
-    step = 0
-    while tile < tiles:
-        tm = tile // tiles_h
-        th = tile % tiles_h
-        group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
-        for s in range(128 // SLICE):
-            part = s * SLICE + tl.arange(0, SLICE)
-            base = step * 32768
-            # grad_input: the slice's tokens, each with its two groups (the gate half's and the up half's).
-            m = tm * 128 + part
-            t = (part + 128 - rotate_t) % 128
-            c = group * 128 + (local + 128 - rotate_c) % 128
-            for half in tl.static_range(2):
-                got_s = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)
-                expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)
-                code = (base + half * 128 + part)[:, None]
-                gs_count, gs_compared, gs_first = _witness_merge(
-                    gs_count, gs_compared, gs_first, _witness_scale_differ(got_s, expected_s, EXACT)[:, None], code)
-                got_q = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
-                expected_q = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS + c[None, :])
-                code = base + half * 16384 + part[:, None] * 128 + local[None, :]
-                gq_count, gq_compared, gq_first = _witness_merge(gq_count, gq_compared, gq_first,
-                    _witness_int8_differ(got_q, expected_q, expected_s[:, None], EXACT), code)
-            # y_t: the slice's channels, each with its group of the tile's 128 tokens.
-            h = th * 128 + part
-            c = group * 128 + (part + 128 - rotate_c) % 128
-            t = (local + 128 - rotate_t) % 128
-            got_s = tl.load(y_s_ptr + h * stride_ys + tm)
-            expected_s = tl.load(expected_ys_ptr + c)
-            code = (base + part)[:, None]
-            ys_count, ys_compared, ys_first = _witness_merge(
-                ys_count, ys_compared, ys_first, _witness_scale_differ(got_s, expected_s, EXACT)[:, None], code)
-            got_q = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
-            expected_q = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
-            code = base + part[:, None] * 128 + local[None, :]
-            yq_count, yq_compared, yq_first = _witness_merge(
-                yq_count, yq_compared, yq_first, _witness_int8_differ(got_q, expected_q, expected_s[:, None], EXACT),
-                code)
-        tile += tl.num_programs(0)
-        step += 1
-    base_ptr = record_ptr + program * 16
-    _stamped_record(base_ptr, gq_count, gq_compared, gq_first, stamp)
-    _stamped_record(base_ptr + 4, gs_count, gs_compared, gs_first, stamp)
-    _stamped_record(base_ptr + 8, yq_count, yq_compared, yq_first, stamp)
-    _stamped_record(base_ptr + 12, ys_count, ys_compared, ys_first, stamp)
+    for output in tl.static_range(4):
+        count, compared, first = 0, 0, _FIRST_NONE
+        tile = _first_tile(INDEX_64)
+        step = 0
+        while tile < tiles:
+            tm = tile // tiles_h
+            th = tile % tiles_h
+            group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
+            for s in range(128 // SLICE):
+                part = s * SLICE + tl.arange(0, SLICE)
+                if output < 2:  # grad_input: the slice's tokens, each with its two groups (gate half's, up half's)
+                    m = tm * 128 + part
+                    t = (part + 128 - rotate_t) % 128
+                    c = group * 128 + (local + 128 - rotate_c) % 128
+                    for half in tl.static_range(2):
+                        expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)[:, None]
+                        code = step * 32768 + half * 16384 + part[:, None] * 128
+                        if output == 0:
+                            got = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
+                            expected = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS
+                                               + c[None, :])
+                            code += local[None, :]
+                        else:
+                            got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
+                            expected = expected_s
+                        differ = _witness_differ(got, expected, expected_s, output == 1, EXACT)
+                        count, compared, first = _witness_merge(count, compared, first, differ, code)
+                else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
+                    h = th * 128 + part
+                    c = group * 128 + (part + 128 - rotate_c) % 128
+                    expected_s = tl.load(expected_ys_ptr + c)[:, None]
+                    code = step * 32768 + part[:, None]
+                    if output == 2:
+                        got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
+                        t = (local + 128 - rotate_t) % 128
+                        expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
+                        code += local[None, :] * 128
+                    else:
+                        got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                        expected = expected_s
+                    differ = _witness_differ(got, expected, expected_s, output == 3, EXACT)
+                    count, compared, first = _witness_merge(count, compared, first, differ, code)
+            tile += tl.num_programs(0)
+            step += 1
+        _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
 
 # ---------------------------------------------------------------- backends, routes and launch settings
 
@@ -1610,6 +1595,20 @@ def _witness_totals(M, H):
     return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
 
 
+def _output_place(output, m, h, half, H):
+    """[row, column] in output of the element at the call's token m, channel h, half (0: gate, 1: up; a scale: of its
+    group, h or m its first element's)."""
+    return {"grad_input_q": (m, half * H + h), "grad_input_s": (m, half * (H // GROUP_SIZE) + h // GROUP_SIZE),
+            "y_q_t": (h, m), "y_s_t": (h, m // GROUP_SIZE)}[output]
+
+
+def _call_place(output, row, col, H):
+    """(token, channel, half) of the call's element at output[row, col]: _output_place's inverse."""
+    groups, half = H // GROUP_SIZE, col // H if output == "grad_input_q" else col // (H // GROUP_SIZE)
+    return {"grad_input_q": (row, col % H, half), "grad_input_s": (row, col % groups * GROUP_SIZE, half),
+            "y_q_t": (col, row, 0), "y_s_t": (col * GROUP_SIZE, row, 0)}[output]
+
+
 def witness_findings(values, H):
     """[(wrong elements, elements compared, the first wrong one's [row, column] or None)] of each output, from the
     check kernel's records (16 int32 a program: 4 an output; _witness_check_kernel says how a place is coded)."""
@@ -1619,56 +1618,36 @@ def witness_findings(values, H):
         places = []
         for program in range(programs):
             count, _, code, _ = values[16 * program + 4 * i:16 * program + 4 * i + 4]
-            if not count:
-                continue
-            step, within = divmod(code, 32768)
-            tm, th = divmod(program + step * programs, H // GROUP_SIZE)
-            if output == "grad_input_q":
-                half, row, col = within // 16384, within // 128 % 128, within % 128
-                places.append((tm * 128 + row, half * H + th * 128 + col))
-            elif output == "grad_input_s":
-                places.append((tm * 128 + within % 128, within // 128 * (H // GROUP_SIZE) + th))
-            elif output == "y_q_t":
-                places.append((th * 128 + within // 128, tm * 128 + within % 128))
-            else:
-                places.append((th * 128 + within, tm))
-        findings.append((sum(values[4 * i::16]), sum(values[4 * i + 1::16]), min(places) if places else None))
+            if count:
+                tm, th = divmod(program + (code >> 15) * programs, H // GROUP_SIZE)
+                places.append(_output_place(output, tm * 128 + (code >> 7) % 128, th * 128 + code % 128,
+                                            (code >> 14) % 2, H))
+        findings.append((sum(values[4 * i::16]), sum(values[4 * i + 1::16]), min(places, default=None)))
     return findings
+
+
+def _region_place(m, h, channels):
+    """The region's (token, channel) that the call's token m, channel h holds (_witness_tags' rotations)."""
+    group, rotate_t, rotate_c = _witness_tags.fn(m // 128, h // 128, channels)
+    return (m - rotate_t) % 128, group * 128 + (h - rotate_c) % 128
 
 
 def witness_source(output, row, col, H, channels=None):
     """(the index of output[row, col]'s expectation in _witness_expected's list of output, the region's (token, channel)
-    of the element: of a scale, of its group's first element) for an H-wide call: the check kernel's indexing."""
+    of the element, of a scale its group's first element) for an H-wide call: the check kernel's indexing."""
     channels = channels or WITNESS_CHANNELS
+    m, h, half = _call_place(output, row, col, H)
+    t, c = _region_place(m, h, channels)
     groups = channels // GROUP_SIZE
-    if output.startswith("grad"):
-        half, within = divmod(col, H if output == "grad_input_q" else H // GROUP_SIZE)
-        tm, th, p = row // 128, (within // 128 if output == "grad_input_q" else within), within % 128
-    else:
-        tm, th, p = (col // 128 if output == "y_q_t" else col), row // 128, row % 128
-    group, rotate_t, rotate_c = _witness_tags.fn(tm, th, channels)
-    if output == "grad_input_q":
-        t, c = (row - rotate_t) % 128, group * 128 + (p - rotate_c) % 128
-        return t * 2 * channels + half * channels + c, (t, c)
-    if output == "grad_input_s":
-        t = (row - rotate_t) % 128
-        return t * 2 * groups + half * groups + group, (t, group * 128)
-    c = group * 128 + (p - rotate_c) % 128
-    if output == "y_q_t":
-        t = (col - rotate_t) % 128
-        return c * 128 + t, (t, c)
-    return c, (0, c)
+    return {"grad_input_q": t * 2 * channels + half * channels + c, "grad_input_s": t * 2 * groups + half * groups
+            + c // 128, "y_q_t": c * 128 + t, "y_s_t": c}[output], (t, c)
 
 
 def _witness_members(output, row, col, H):
     """[(the call's (token, channel), the region's)] of each element of the group holding output[row, col]."""
-    if output.startswith("grad"):
-        half, within = divmod(col, H if output == "grad_input_q" else H // GROUP_SIZE)
-        first = (within // GROUP_SIZE if output == "grad_input_q" else within) * GROUP_SIZE
-        return [((row, h), witness_source("grad_input_q", row, half * H + h, H)[1])
-                for h in range(first, first + GROUP_SIZE)]
-    first = (col // GROUP_SIZE if output == "y_q_t" else col) * GROUP_SIZE
-    return [((m, row), witness_source("y_q_t", row, m, H)[1]) for m in range(first, first + GROUP_SIZE)]
+    m, h, _ = _call_place(output, row, col, H)
+    places = [(m, h - h % 128 + i) if output.startswith("grad") else (m - m % 128 + i, h) for i in range(GROUP_SIZE)]
+    return [(place, _region_place(*place, WITNESS_CHANNELS)) for place in places]
 
 
 # Each output's scales (a scale's own: itself).
@@ -1711,12 +1690,7 @@ def _refuse_capture(module, what):
 
 
 # The expectations are the host's own IEEE fp32 arithmetic: an fp32 +, x or / done in Python's doubles and rounded to
-# fp32 is the IEEE result (a double holds 53 >= 2 * 24 + 2 bits, so the second rounding never changes the first's), and
-# a list of doubles is rounded to fp32 by array("f") (C's conversion). The sigmoid is the table's, read back: filled by
-# the IEEE sigmoid on every route (Ascend's with its own division), checked against Python's (_table_fault), and proven
-# equal to each probed route's own sigmoid by its probe. Where a rung's output differs, _witness_verdict asks two more
-# sources before it leaves the rung: the input written again and read back, and the arbiter (_arbiter_group: the group
-# recomputed element by element through struct, sharing no code with the lists').
+# fp32 (array("f")) is the IEEE result, a double holding 53 >= 2 * 24 + 2 bits; the sigmoid is the table's, read back.
 def _round_f32(values):
     """Each double rounded to the nearest fp32 (overflow to inf), as Python floats."""
     return array("f", values).tolist()
@@ -1797,14 +1771,11 @@ def witness_input(t, h, finite_only=False, channels=None):
     _mix) and the exponent E_j(37 (u + p) mod n): E_j(i) = 17 + 3 i + j, n = 64 for j < 3; n = 63 and E_3(i) = i below
     17, i + 192 from there; but where j = 3 and u = 63, exponent 255 and sign a (+-inf, NaN; finite_only, for the
     tolerant rungs, whose reductions drop NaN, flips a bit to make them finite). The gate's bits are (b << 7) | ((p +
-    91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one, so every pattern comes once. As in a
-    user's rows, every grad_input group (a row's 128 channels) and y group (a channel's 128 tokens) of finite gates mixes
-    both signs and spans many binades.
-
-    up's exponent puts |y| near 1, grad_y's the larger of |d_gate| and |d_up| near 2**spread (spread -6 to 7 by group:
-    no other group overflows); mantissas and signs from _mix. Channel 5's up and token 7's grad_y are +-0 (groups of
-    zeros), channel 9's up and token 11's grad_y near 2**127 where the gate is 4 or more (groups that overflow to inf).
-    No output depends on whether a backend flushes subnormals (_FLUSH_SAFE_FROM)."""
+    91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one, so every pattern comes once, and every
+    group of finite gates mixes both signs and many binades, as a user's rows do. up's exponent puts |y| near 1,
+    grad_y's the larger of |d_gate| and |d_up| near 2**spread (spread -6 to 7 by group); mantissas and signs from _mix.
+    Channel 5's up and token 7's grad_y are +-0, channel 9's up and token 11's grad_y near 2**127 where the gate is 4
+    or more: groups of zeros and groups that overflow to inf. PLATFORMS.md, "The witness", says why each is there."""
     return tuple(_f32_of_bits([b << 16 for b in _witness_bits(t, h, finite_only, channels or WITNESS_CHANNELS)]))
 
 
@@ -1836,17 +1807,15 @@ class _Region(NamedTuple):
     grad_y: list
 
 
-_witness_inputs = {}  # (channels, finite_only): its _Region
+_witness_inputs = {}  # (channels, finite_only): its _Region, made once a process (it depends on no device)
 
 
 def _witness_values(channels, finite_only):
-    """The region, made once a process (it depends on nothing the device says)."""
-    key = (channels, finite_only)
-    if key not in _witness_inputs:
+    if (channels, finite_only) not in _witness_inputs:
         gate, up, gy = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
-        _witness_inputs[key] = _Region([*gate, *up, *gy], [_table_entry(b) for b in gate],
-                                        *(_f32_of_bits([b << 16 for b in plane]) for plane in (gate, up, gy)))
-    return _witness_inputs[key]
+        _witness_inputs[channels, finite_only] = _Region([*gate, *up, *gy], [_table_entry(b) for b in gate], *(
+            _f32_of_bits([b << 16 for b in plane]) for plane in (gate, up, gy)))
+    return _witness_inputs[channels, finite_only]
 
 
 def _witness_expected(channels, finite_only, table):
