@@ -15,15 +15,15 @@ judge's tolerance only. What exact arithmetic takes is said at the head of "the 
 The file, in order:
   the math              the helpers every route shares: sigmoid, bf16 rounding, group scale, quantizer
   NVIDIA-only pieces    inline PTX and cache hints, each with its plain tl twin
-  kernels               the fused kernel (a 128 x 128 tile a program, y parked in a scratch slot); the
-                        two-pass kernels (grad_input, then y in a second launch)
-  the probe             the backend's native arithmetic compared with IEEE arithmetic, on the device
-  the witness           the call's own kernels at its shape on real values, every output byte checked
+  kernels               the fused kernel: a 128 x 128 tile a program, y parked in a scratch slot
+  the two-pass kernels  grad_input, then y in a second launch: no slot, no barrier
   backends, routes      BACKENDS (a judge chip an entry), ROUTE_TABLE (a rung an entry), launch_plan
-  the witness's host    its plan, its expectations in the host's own IEEE arithmetic, its arbiter
+  the probe             proof: the backend's native arithmetic against IEEE arithmetic, on the device
+  the witness           proof: the call's own kernels at its shape on real values, every output byte checked
+  the witness's host    its input (built here alone), its expectations in the host's IEEE arithmetic, its arbiter
   inputs                the argument checks: a ValueError of one line for each mistake
-  devices, launcher     _Device (one device's state), the proofs' verdicts, compiles in child processes,
-                        launch, silu_dot_fwd_bwd_quant_fuse
+  devices, launcher     _Device (one device's state), the ladder, the proofs' verdicts, compiles in child
+                        processes, launch, silu_dot_fwd_bwd_quant_fuse
 
 On its first call a device takes the first rung of its backend's ladder whose kernels compile, load and pass
 its probe; before a rung's first output at each shape it passes the proofs (PROOFS). A rung that fails any of
@@ -797,353 +797,6 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
         tile += tl.num_programs(0)
 
 
-# ---------------------------------------------------------------- the probe: native arithmetic proven on the device
-
-_INFINITY = tl.constexpr(float("inf"))
-PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
-# ROWS x 128 inputs a program; the quantizer's absmax values: every EXPONENT_STEP-th fp32 exponent (and 255), with
-# ABSMAX_PER_EXPONENT mantissas; PIPELINE_ROWS rows of 128 triples. On a device 33,152 programs, within the smallest
-# grid dimension of a backend whose ladder probes (65,535). Under the interpreter (numpy, ~1000x slower; each program's
-# cost mostly its own) fewer, larger programs over a sparser set: still every bf16 gate, v and high half.
-_PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
-_PROBE_SIZE_INTERPRETED = {"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256}
-PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
-
-
-@triton.jit
-def _probe_programs(CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
-                    EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr):
-    """Programs of the CHECK-th check of PROBE_CHECKS, ROWS x 128 inputs each: 2**16 gates; 8 low halves to each of
-    2**16 high halves; the absmax values to each of 2**16 v; 2**16 products; the pipeline's rows. The kernel splits
-    its grid by it; the host, calling its Python body (constexpr arithmetic only), sizes the grid and reads records."""
-    inputs = (2**19 if CHECK == 1 else 256 // EXPONENT_STEP * ABSMAX_PER_EXPONENT * 2**16 if CHECK == 2 else
-              PIPELINE_ROWS * 128 if CHECK == 4 else 2**16)
-    return inputs // (ROWS * 128)
-
-
-def _probe_programs_per_check(size):
-    """_probe_programs of each check, for a PROBE_SIZE."""
-    return tuple(_probe_programs.fn(check, size["ROWS"], size["ABSMAX_PER_EXPONENT"], size["EXPONENT_STEP"],
-                                    size["PIPELINE_ROWS"]) for check in range(len(PROBE_CHECKS)))
-
-
-@triton.jit
-def _hash(k):
-    """A 32-bit mix of the integer k (wrapping), for probe inputs."""
-    k = k.to(tl.uint32)
-    k = (k ^ (k >> 16)) * 0x7FEB352D
-    k = (k ^ (k >> 15)) * 0x2C1B3C6D
-    return k ^ (k >> 16)
-
-
-@triton.jit
-def _bits(v):
-    return v.to(tl.int32, bitcast=True)
-
-
-@triton.jit
-def _float(bits):
-    return bits.to(tl.uint32).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _differ(native, ieee):
-    """Where two fp32 results differ: in any bit, unless both are NaN (a NaN's payload is not compared)."""
-    return (_bits(native) != _bits(ieee)) & ((native == native) | (ieee == ieee))
-
-
-@triton.jit
-def _at(where, values):
-    return tl.sum(tl.sum(tl.where(where, values, 0), 1), 0)
-
-
-@triton.jit
-def _record(probe_ptr, program, differ, k, inputs, native_bits, ieee_bits):
-    """Writes a program's record: its count of differences, then at its first differing k the input's bits (as
-    _probe_check packs them, for _probe_input) and the native and IEEE results' bits."""
-    at_first = differ & (k == tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0))
-    field = tl.arange(0, 4)
-    tl.store(probe_ptr + program * 4 + field, tl.where(field == 0, _at(differ, 1), tl.where(
-        field == 1, _at(at_first, inputs), tl.where(field == 2, _at(at_first, native_bits), _at(at_first, ieee_bits)))))
-
-
-@triton.jit
-def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
-                 EXPONENT_STEP: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-                 NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ, the inputs'
-    bits, the native results' bits, the IEEE results'), for _record (see _probe_kernel)."""
-    if CHECK == 0:  # sigmoid: all 65,536 bf16 gates; the route's own sigmoid against the IEEE one computed
-        gate = _float(k << 16)
-        native = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
-        ieee = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
-        # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
-        return (_differ(native, ieee) & (gate == gate), k, _bits(native), _bits(ieee))
-    elif CHECK == 1:
-        # fp32 -> bf16: every high half (NaN, inf, zeros, subnormals among them), and the low half only through its
-        # rounding class: at and above the halfway point 0x8000, with and without a carry into the high half, and where
-        # the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
-        j = k & 7
-        low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
-            j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
-        v = _float(((k >> 3) << 16) | low)
-        native = bf16_round(v, IEEE)
-        ieee = bf16_round(v, IEEE=IEEE_ALL)
-        return (_differ(native, ieee), _bits(v), _bits(native), _bits(ieee))
-    elif CHECK == 2:
-        # The quantizer: every bf16 v; the scale is absmax * fp32(1/127) for a bf16 absmax: every fp32 exponent (zero
-        # and subnormal absmax, the 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others. Markstein's
-        # correction fails where an fma rounds twice or a conversion truncates otherwise; int8 of NaN must be 0.
-        a = k >> 16
-        j = a % ABSMAX_PER_EXPONENT
-        mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
-        exponent = (a // ABSMAX_PER_EXPONENT) * EXPONENT_STEP
-        exponent = tl.where(exponent == 256 - EXPONENT_STEP, 255, exponent)  # inf and NaN always
-        absmax = _float((exponent << 23) | (mantissa << 16))
-        v = _float((k & 0xFFFF) << 16)
-        scale = group_scale(absmax)
-        inv_scale = tl.math.div_rn(1.0, scale)
-        native = quantize(v, scale, inv_scale, IEEE, CUDA_ARCH).to(tl.int32)
-        ieee = quantize(v, scale, inv_scale, IEEE=IEEE_ALL, CUDA_ARCH=0).to(tl.int32)
-        # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
-        possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
-        return ((native != ieee) & possible, _bits(absmax) | (k & 0xFFFF), native, ieee)  # both bf16, absmax high
-    elif CHECK == 3:  # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers
-        # (products of 13-bit significands, whose low half a split multiply-add rounds away)
-        i = 4096 + (k & 0xFFF)
-        j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
-        a, b = i.to(tl.float32) * (1.0 / 4096), j.to(tl.float32) * (1.0 / 4096)
-        p = a * b
-        exact = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)
-        native = tl.fma(a, b, -p)
-        return (_differ(native, exact), ((j - 4096) << 12) | (i - 4096), _bits(native), _bits(exact))
-    else:
-        # The pipeline: the per-element formulas, rounding, group max, scale and quantizer as the main kernel runs them
-        # on rows of 128 triples, compiled with its options (a compiler that contracts or reorders inside a bigger
-        # kernel shows here): every bf16 gate with random up and grad_y, then random gates; one sigmoid for both sides.
-        g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
-        g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
-        gate = _float(g << 16)
-        up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
-        gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
-        sig = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
-        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE, CUDA_ARCH)
-        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, IEEE=IEEE_ALL, CUDA_ARCH=0)
-        scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
-        return ((native != ieee) | scales_differ[:, None], k, native, ieee)
-
-
-@triton.jit
-def _probe_operand(h):
-    """bf16 bits of a random sign and mantissa and an exponent within 2**+-12 of 1."""
-    exponent = (115 + (h >> 8).to(tl.int32) % 25).to(tl.uint32)  # h >> 8 < 2**24: the same value signed
-    return ((h >> 16) & 0x8000) | (exponent << 7) | (h & 0x7F)
-
-
-@triton.jit
-def _probe_pipeline(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """What the main kernel computes per element and group, quantized along rows: the int8 of d_gate,
-    d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
-    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
-    y = y.to(tl.float32)
-    d_gate, absmax_gate = grad_groups(d_gate, IEEE)
-    d_up, absmax_up = grad_groups(d_up, IEEE)
-    s_gate = group_scale(absmax_gate)
-    s_up = group_scale(absmax_up)
-    s_y = group_scale(group_absmax(y, 1))
-    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE, CUDA_ARCH)
-    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE, CUDA_ARCH)
-    q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE, CUDA_ARCH)
-    packed = (q_gate.to(tl.int32) & 0xFF) | ((q_up.to(tl.int32) & 0xFF) << 8) | ((q_y.to(tl.int32) & 0xFF) << 16)
-    return packed, s_gate, s_up, s_y
-
-
-@triton.jit
-def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
-                  EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
-                  CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
-    could differ (_probe_check says why, check by check), each program writing its record (_record). IEEE picks the
-    native side: each feature native, or IEEE where an earlier probe on this device found it wrong (then its check
-    compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads the table: its
-    check proves that read against the computed IEEE sigmoid); the IEEE side is always the twin."""
-    program = tl.program_id(0)
-    first = 0  # the check's first program
-    for check in tl.static_range(5):
-        programs = _probe_programs(check, ROWS, ABSMAX_PER_EXPONENT, EXPONENT_STEP, PIPELINE_ROWS)
-        if (program >= first) & (program < first + programs):
-            rows = (program - first) * ROWS + tl.arange(0, ROWS)
-            k = rows[:, None] * 128 + tl.arange(0, 128)[None, :]
-            differ, inputs, native, ieee = _probe_check(k, rows, table_ptr, check, ROWS, ABSMAX_PER_EXPONENT,
-                                                        EXPONENT_STEP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
-            _record(probe_ptr, program, differ, k, inputs, native, ieee)
-        first += programs
-
-
-def _probe_input(check, bits):
-    """A check's input in words, from the bits its program recorded (_probe_check)."""
-    return {"sigmoid": f"gate 0x{bits:04x} (bf16)", "bf16 rounding": f"fp32 0x{bits & 0xFFFFFFFF:08x}",
-            "quantizer": f"v 0x{bits & 0xFFFF:04x}, absmax 0x{bits >> 16:04x} (bf16)",
-            "fma": f"fma(a, b, -a*b) for a = 1 + {bits & 0xFFF}/4096, b = 1 + {bits >> 12}/4096",
-            "pipeline": f"row {bits // 128}, column {bits % 128}"}[check]
-
-
-# ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
-# Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape on the
-# witness's input (a region of 128 tokens x WITNESS_CHANNELS that the host builds: witness_input), into buffers of the
-# witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
-# output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
-WITNESS_CHANNELS = 128 if _INTERPRET else 512
-WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
-WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
-_FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
-_FIRST_NONE = tl.constexpr(2**31 - 1)
-# The proof kernels specialize on no integer: one binary serves every shape and stride.
-_WITNESS_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
-
-
-@triton.jit
-def _witness_tags(tm, th, CHANNELS: tl.constexpr):
-    """(the region's channel group, token rotation, channel rotation) that the call's tile (tm, th) holds: a group keeps
-    its members (one set of expectations serves every tile), and neighbouring tiles differ in both rotations (a value
-    written at another tile's place is wrong there). Plain arithmetic: the host runs it too (_witness_tags.fn)."""
-    tm = tm % 65536  # int32 products stay below 2**31
-    th = th % 65536
-    return (tm + th) % (CHANNELS // 128), (53 * tm + 19 * th + 3) % 128, (11 * tm + 37 * th + 1) % 128
-
-
-@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED)
-def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, scratch_ptr, region_ptr, M, H,
-                          stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHANNELS: tl.constexpr,
-                          SLICE: tl.constexpr, INDEX_64: tl.constexpr):
-    """Lays the region (region_ptr: its gate, up and grad_y planes, each 128 x CHANNELS bf16) over the call's M x H as
-    x and grad_y, a tile a step in SLICE-row slices, and poisons the tile's outputs (int8 -128, scale -1: values no
-    output takes) and its part of the scratch (NaN; a fused rung's slots, a two-pass rung's kept y: M x H elements
-    either way), so that an output left unwritten, or a slot read before its write, differs."""
-    tiles_h = H // 128
-    tiles = (M // 128) * tiles_h
-    tile = _first_tile(INDEX_64)
-    local = tl.arange(0, 128)
-    while tile < tiles:
-        tm = tile // tiles_h  # int64 with INDEX_64, for the offsets
-        th = tile % tiles_h
-        group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
-        c = group * 128 + (local + 128 - rotate_c) % 128
-        for step in range(128 // SLICE):
-            part = step * SLICE + tl.arange(0, SLICE)
-            source = region_ptr + ((part + 128 - rotate_t) % 128)[:, None] * CHANNELS + c[None, :]
-            m = tm * 128 + part[:, None]
-            h = th * 128 + local[None, :]
-            x_offs = m * stride_x + h
-            tl.store(x_ptr + x_offs, tl.load(source))
-            tl.store(x_ptr + x_offs + H, tl.load(source + 128 * CHANNELS))
-            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
-            poison_q = tl.full([SLICE, 128], -128, tl.int8)
-            poison_s = tl.full([SLICE], -1.0, tl.float32)
-            tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
-            tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + th, poison_s)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + tiles_h + th, poison_s)
-            # y_t's rows are channels: the slice's channels, every token of the tile.
-            tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
-            tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
-            nan = tl.full([SLICE, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
-            tl.store(scratch_ptr + tile * (128 * 128) + part[:, None] * 128 + local[None, :], nan.to(tl.bfloat16))
-        tile += tl.num_programs(0)
-
-
-@triton.jit
-def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
-    """Writes BLOCK int32 a program over a buffer larger than the device's L2, pushing the witness's input, outputs and
-    slots out to memory, where a user's inputs come from."""
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(buffer_ptr + offsets, offsets.to(tl.int32))
-
-
-@triton.jit
-def _witness_merge(count, compared, first, differ, code):
-    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in; the
-    elements compared are counted from the block's codes, a count no compiler can fold."""
-    wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
-    least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
-    return count + wrong, compared + tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0), tl.minimum(first, least)
-
-
-@triton.jit
-def _witness_differ(got, expected, expected_scale, IS_SCALE: tl.constexpr, EXACT: tl.constexpr):
-    """Where an output element differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
-    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
-    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps."""
-    if EXACT:
-        if IS_SCALE:
-            return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
-                                                                                                & _is_nan(expected))
-        return got.to(tl.int32) != expected.to(tl.int32)
-    if IS_SCALE:
-        return _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
-    return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
-
-
-@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
-def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_ptr, expected_gs_ptr,
-                          expected_yq_ptr, expected_ys_ptr, record_ptr, stamp, M, H, stride_gq, stride_gs, stride_yq,
-                          stride_ys, CHANNELS: tl.constexpr, SLICE: tl.constexpr, EXACT: tl.constexpr,
-                          INDEX_64: tl.constexpr):
-    """Compares every element of each output of WITNESS_OUTPUTS in turn with the region's expectation at its place
-    (_witness_tags; the expectations are _witness_expected's lists), a tile a step in SLICE-row slices, and writes each
-    program's record of each (_witness_merge, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
-    element's code is its program's step * 2**15 + half * 2**14 + token * 2**7 + channel, its place in the tile (a
-    scale's: its group's first element's; witness_findings decodes it)."""
-    tiles_h = H // 128
-    tiles = (M // 128) * tiles_h
-    groups = CHANNELS // 128
-    local = tl.arange(0, 128)
-    for output in tl.static_range(4):
-        count, compared, first = 0, 0, _FIRST_NONE
-        tile = _first_tile(INDEX_64)
-        step = 0
-        while tile < tiles:
-            tm = tile // tiles_h
-            th = tile % tiles_h
-            group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
-            for s in range(128 // SLICE):
-                part = s * SLICE + tl.arange(0, SLICE)
-                if output < 2:  # grad_input: the slice's tokens, each with its two groups (gate half's, up half's)
-                    m = tm * 128 + part
-                    t = (part + 128 - rotate_t) % 128
-                    c = group * 128 + (local + 128 - rotate_c) % 128
-                    for half in tl.static_range(2):
-                        expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)[:, None]
-                        code = step * 32768 + half * 16384 + part[:, None] * 128
-                        if output == 0:
-                            got = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
-                            expected = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS
-                                               + c[None, :])
-                            code += local[None, :]
-                        else:
-                            got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
-                            expected = expected_s
-                        differ = _witness_differ(got, expected, expected_s, output == 1, EXACT)
-                        count, compared, first = _witness_merge(count, compared, first, differ, code)
-                else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
-                    h = th * 128 + part
-                    c = group * 128 + (part + 128 - rotate_c) % 128
-                    expected_s = tl.load(expected_ys_ptr + c)[:, None]
-                    code = step * 32768 + part[:, None]
-                    if output == 2:
-                        got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
-                        t = (local + 128 - rotate_t) % 128
-                        expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
-                        code += local[None, :] * 128
-                    else:
-                        got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
-                        expected = expected_s
-                    differ = _witness_differ(got, expected, expected_s, output == 3, EXACT)
-                    count, compared, first = _witness_merge(count, compared, first, differ, code)
-            tile += tl.num_programs(0)
-            step += 1
-        _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
-
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
@@ -1547,6 +1200,354 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
             raise ValueError(f"M={M}, H={H} needs a grid of {launch.grid} programs, more than the {backend.name} "
                              f"backend's {backend.max_grid}")
     return {launch.name: launch for launch in launches}
+
+
+# ---------------------------------------------------------------- the probe: native arithmetic proven on the device
+
+_INFINITY = tl.constexpr(float("inf"))
+PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
+# ROWS x 128 inputs a program; the quantizer's absmax values: every EXPONENT_STEP-th fp32 exponent (and 255), with
+# ABSMAX_PER_EXPONENT mantissas; PIPELINE_ROWS rows of 128 triples. On a device 33,152 programs, within the smallest
+# grid dimension of a backend whose ladder probes (65,535). Under the interpreter (numpy, ~1000x slower; each program's
+# cost mostly its own) fewer, larger programs over a sparser set: still every bf16 gate, v and high half.
+_PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
+_PROBE_SIZE_INTERPRETED = {"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256}
+PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
+
+
+@triton.jit
+def _probe_programs(CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
+                    EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr):
+    """Programs of the CHECK-th check of PROBE_CHECKS, ROWS x 128 inputs each: 2**16 gates; 8 low halves to each of
+    2**16 high halves; the absmax values to each of 2**16 v; 2**16 products; the pipeline's rows. The kernel splits
+    its grid by it; the host, calling its Python body (constexpr arithmetic only), sizes the grid and reads records."""
+    inputs = (2**19 if CHECK == 1 else 256 // EXPONENT_STEP * ABSMAX_PER_EXPONENT * 2**16 if CHECK == 2 else
+              PIPELINE_ROWS * 128 if CHECK == 4 else 2**16)
+    return inputs // (ROWS * 128)
+
+
+def _probe_programs_per_check(size):
+    """_probe_programs of each check, for a PROBE_SIZE."""
+    return tuple(_probe_programs.fn(check, size["ROWS"], size["ABSMAX_PER_EXPONENT"], size["EXPONENT_STEP"],
+                                    size["PIPELINE_ROWS"]) for check in range(len(PROBE_CHECKS)))
+
+
+@triton.jit
+def _hash(k):
+    """A 32-bit mix of the integer k (wrapping), for probe inputs."""
+    k = k.to(tl.uint32)
+    k = (k ^ (k >> 16)) * 0x7FEB352D
+    k = (k ^ (k >> 15)) * 0x2C1B3C6D
+    return k ^ (k >> 16)
+
+
+@triton.jit
+def _bits(v):
+    return v.to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _float(bits):
+    return bits.to(tl.uint32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _differ(native, ieee):
+    """Where two fp32 results differ: in any bit, unless both are NaN (a NaN's payload is not compared)."""
+    return (_bits(native) != _bits(ieee)) & ((native == native) | (ieee == ieee))
+
+
+@triton.jit
+def _at(where, values):
+    return tl.sum(tl.sum(tl.where(where, values, 0), 1), 0)
+
+
+@triton.jit
+def _record(probe_ptr, program, differ, k, inputs, native_bits, ieee_bits):
+    """Writes a program's record: its count of differences, then at its first differing k the input's bits (as
+    _probe_check packs them, for _probe_input) and the native and IEEE results' bits."""
+    at_first = differ & (k == tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0))
+    field = tl.arange(0, 4)
+    tl.store(probe_ptr + program * 4 + field, tl.where(field == 0, _at(differ, 1), tl.where(
+        field == 1, _at(at_first, inputs), tl.where(field == 2, _at(at_first, native_bits), _at(at_first, ieee_bits)))))
+
+
+@triton.jit
+def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
+                 EXPONENT_STEP: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                 NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
+    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ, the inputs'
+    bits, the native results' bits, the IEEE results'), for _record (see _probe_kernel)."""
+    if CHECK == 0:  # sigmoid: all 65,536 bf16 gates; the route's own sigmoid against the IEEE one computed
+        gate = _float(k << 16)
+        native = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
+        ieee = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
+        # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
+        return (_differ(native, ieee) & (gate == gate), k, _bits(native), _bits(ieee))
+    elif CHECK == 1:
+        # fp32 -> bf16: every high half (NaN, inf, zeros, subnormals among them), and the low half only through its
+        # rounding class: at and above the halfway point 0x8000, with and without a carry into the high half, and where
+        # the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
+        j = k & 7
+        low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
+            j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
+        v = _float(((k >> 3) << 16) | low)
+        native = bf16_round(v, IEEE)
+        ieee = bf16_round(v, IEEE=IEEE_ALL)
+        return (_differ(native, ieee), _bits(v), _bits(native), _bits(ieee))
+    elif CHECK == 2:
+        # The quantizer: every bf16 v; the scale is absmax * fp32(1/127) for a bf16 absmax: every fp32 exponent (zero
+        # and subnormal absmax, the 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others. Markstein's
+        # correction fails where an fma rounds twice or a conversion truncates otherwise; int8 of NaN must be 0.
+        a = k >> 16
+        j = a % ABSMAX_PER_EXPONENT
+        mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
+        exponent = (a // ABSMAX_PER_EXPONENT) * EXPONENT_STEP
+        exponent = tl.where(exponent == 256 - EXPONENT_STEP, 255, exponent)  # inf and NaN always
+        absmax = _float((exponent << 23) | (mantissa << 16))
+        v = _float((k & 0xFFFF) << 16)
+        scale = group_scale(absmax)
+        inv_scale = tl.math.div_rn(1.0, scale)
+        native = quantize(v, scale, inv_scale, IEEE, CUDA_ARCH).to(tl.int32)
+        ieee = quantize(v, scale, inv_scale, IEEE=IEEE_ALL, CUDA_ARCH=0).to(tl.int32)
+        # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
+        possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
+        return ((native != ieee) & possible, _bits(absmax) | (k & 0xFFFF), native, ieee)  # both bf16, absmax high
+    elif CHECK == 3:  # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers
+        # (products of 13-bit significands, whose low half a split multiply-add rounds away)
+        i = 4096 + (k & 0xFFF)
+        j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
+        a, b = i.to(tl.float32) * (1.0 / 4096), j.to(tl.float32) * (1.0 / 4096)
+        p = a * b
+        exact = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)
+        native = tl.fma(a, b, -p)
+        return (_differ(native, exact), ((j - 4096) << 12) | (i - 4096), _bits(native), _bits(exact))
+    else:
+        # The pipeline: the per-element formulas, rounding, group max, scale and quantizer as the main kernel runs them
+        # on rows of 128 triples, compiled with its options (a compiler that contracts or reorders inside a bigger
+        # kernel shows here): every bf16 gate with random up and grad_y, then random gates; one sigmoid for both sides.
+        g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
+        g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
+        gate = _float(g << 16)
+        up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
+        gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
+        sig = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
+        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE, CUDA_ARCH)
+        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, IEEE=IEEE_ALL, CUDA_ARCH=0)
+        scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
+        return ((native != ieee) | scales_differ[:, None], k, native, ieee)
+
+
+@triton.jit
+def _probe_operand(h):
+    """bf16 bits of a random sign and mantissa and an exponent within 2**+-12 of 1."""
+    exponent = (115 + (h >> 8).to(tl.int32) % 25).to(tl.uint32)  # h >> 8 < 2**24: the same value signed
+    return ((h >> 16) & 0x8000) | (exponent << 7) | (h & 0x7F)
+
+
+@triton.jit
+def _probe_pipeline(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """What the main kernel computes per element and group, quantized along rows: the int8 of d_gate,
+    d_up and y packed in the low three bytes of an int32, and the rows' three scales."""
+    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
+    y = y.to(tl.float32)
+    d_gate, absmax_gate = grad_groups(d_gate, IEEE)
+    d_up, absmax_up = grad_groups(d_up, IEEE)
+    s_gate = group_scale(absmax_gate)
+    s_up = group_scale(absmax_up)
+    s_y = group_scale(group_absmax(y, 1))
+    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE, CUDA_ARCH)
+    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE, CUDA_ARCH)
+    q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE, CUDA_ARCH)
+    packed = (q_gate.to(tl.int32) & 0xFF) | ((q_up.to(tl.int32) & 0xFF) << 8) | ((q_y.to(tl.int32) & 0xFF) << 16)
+    return packed, s_gate, s_up, s_y
+
+
+@triton.jit
+def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
+                  EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
+                  CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
+    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
+    could differ (_probe_check says why, check by check), each program writing its record (_record). IEEE picks the
+    native side: each feature native, or IEEE where an earlier probe on this device found it wrong (then its check
+    compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads the table: its
+    check proves that read against the computed IEEE sigmoid); the IEEE side is always the twin."""
+    program = tl.program_id(0)
+    first = 0  # the check's first program
+    for check in tl.static_range(5):
+        programs = _probe_programs(check, ROWS, ABSMAX_PER_EXPONENT, EXPONENT_STEP, PIPELINE_ROWS)
+        if (program >= first) & (program < first + programs):
+            rows = (program - first) * ROWS + tl.arange(0, ROWS)
+            k = rows[:, None] * 128 + tl.arange(0, 128)[None, :]
+            differ, inputs, native, ieee = _probe_check(k, rows, table_ptr, check, ROWS, ABSMAX_PER_EXPONENT,
+                                                        EXPONENT_STEP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
+            _record(probe_ptr, program, differ, k, inputs, native, ieee)
+        first += programs
+
+
+def _probe_input(check, bits):
+    """A check's input in words, from the bits its program recorded (_probe_check)."""
+    return {"sigmoid": f"gate 0x{bits:04x} (bf16)", "bf16 rounding": f"fp32 0x{bits & 0xFFFFFFFF:08x}",
+            "quantizer": f"v 0x{bits & 0xFFFF:04x}, absmax 0x{bits >> 16:04x} (bf16)",
+            "fma": f"fma(a, b, -a*b) for a = 1 + {bits & 0xFFF}/4096, b = 1 + {bits >> 12}/4096",
+            "pipeline": f"row {bits // 128}, column {bits % 128}"}[check]
+
+
+# ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
+# Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape on the
+# witness's input (a region of 128 tokens x WITNESS_CHANNELS that the host builds: witness_input), into buffers of the
+# witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
+# output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
+WITNESS_CHANNELS = 128 if _INTERPRET else 512
+WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
+WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
+_FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
+_FIRST_NONE = tl.constexpr(2**31 - 1)
+# The proof kernels specialize on no integer: one binary serves every shape and stride.
+_WITNESS_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
+
+
+@triton.jit
+def _witness_tags(tm, th, CHANNELS: tl.constexpr):
+    """(the region's channel group, token rotation, channel rotation) that the call's tile (tm, th) holds: a group keeps
+    its members (one set of expectations serves every tile), and neighbouring tiles differ in both rotations (a value
+    written at another tile's place is wrong there). Plain arithmetic: the host runs it too (_witness_tags.fn)."""
+    tm = tm % 65536  # int32 products stay below 2**31
+    th = th % 65536
+    return (tm + th) % (CHANNELS // 128), (53 * tm + 19 * th + 3) % 128, (11 * tm + 37 * th + 1) % 128
+
+
+@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED)
+def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, scratch_ptr, region_ptr, M, H,
+                          stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHANNELS: tl.constexpr,
+                          SLICE: tl.constexpr, INDEX_64: tl.constexpr):
+    """Lays the region (region_ptr: its gate, up and grad_y planes, each 128 x CHANNELS bf16) over the call's M x H as
+    x and grad_y, a tile a step in SLICE-row slices, and poisons the tile's outputs (int8 -128, scale -1: values no
+    output takes) and its part of the scratch (NaN; a fused rung's slots, a two-pass rung's kept y: M x H elements
+    either way), so that an output left unwritten, or a slot read before its write, differs."""
+    tiles_h = H // 128
+    tiles = (M // 128) * tiles_h
+    tile = _first_tile(INDEX_64)
+    local = tl.arange(0, 128)
+    while tile < tiles:
+        tm = tile // tiles_h  # int64 with INDEX_64, for the offsets
+        th = tile % tiles_h
+        group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
+        c = group * 128 + (local + 128 - rotate_c) % 128
+        for step in range(128 // SLICE):
+            part = step * SLICE + tl.arange(0, SLICE)
+            source = region_ptr + ((part + 128 - rotate_t) % 128)[:, None] * CHANNELS + c[None, :]
+            m = tm * 128 + part[:, None]
+            h = th * 128 + local[None, :]
+            x_offs = m * stride_x + h
+            tl.store(x_ptr + x_offs, tl.load(source))
+            tl.store(x_ptr + x_offs + H, tl.load(source + 128 * CHANNELS))
+            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
+            poison_q = tl.full([SLICE, 128], -128, tl.int8)
+            poison_s = tl.full([SLICE], -1.0, tl.float32)
+            tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
+            tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
+            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + th, poison_s)
+            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + tiles_h + th, poison_s)
+            # y_t's rows are channels: the slice's channels, every token of the tile.
+            tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
+            tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
+            nan = tl.full([SLICE, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
+            tl.store(scratch_ptr + tile * (128 * 128) + part[:, None] * 128 + local[None, :], nan.to(tl.bfloat16))
+        tile += tl.num_programs(0)
+
+
+@triton.jit
+def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
+    """Writes BLOCK int32 a program over a buffer larger than the device's L2, pushing the witness's input, outputs and
+    slots out to memory, where a user's inputs come from."""
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(buffer_ptr + offsets, offsets.to(tl.int32))
+
+
+@triton.jit
+def _witness_merge(count, compared, first, differ, code):
+    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in; the
+    elements compared are counted from the block's codes, a count no compiler can fold."""
+    wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
+    least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
+    return count + wrong, compared + tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0), tl.minimum(first, least)
+
+
+@triton.jit
+def _witness_differ(got, expected, expected_scale, IS_SCALE: tl.constexpr, EXACT: tl.constexpr):
+    """Where an output element differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
+    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
+    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps."""
+    if EXACT:
+        if IS_SCALE:
+            return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
+                                                                                                & _is_nan(expected))
+        return got.to(tl.int32) != expected.to(tl.int32)
+    if IS_SCALE:
+        return _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
+    return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
+
+
+@triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
+def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_ptr, expected_gs_ptr,
+                          expected_yq_ptr, expected_ys_ptr, record_ptr, stamp, M, H, stride_gq, stride_gs, stride_yq,
+                          stride_ys, CHANNELS: tl.constexpr, SLICE: tl.constexpr, EXACT: tl.constexpr,
+                          INDEX_64: tl.constexpr):
+    """Compares every element of each output of WITNESS_OUTPUTS in turn with the region's expectation at its place
+    (_witness_tags; the expectations are _witness_expected's lists), a tile a step in SLICE-row slices, and writes each
+    program's record of each (_witness_merge, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
+    element's code is its program's step * 2**15 + half * 2**14 + token * 2**7 + channel, its place in the tile (a
+    scale's: its group's first element's; witness_findings decodes it)."""
+    tiles_h = H // 128
+    tiles = (M // 128) * tiles_h
+    groups = CHANNELS // 128
+    local = tl.arange(0, 128)
+    for output in tl.static_range(4):
+        count, compared, first = 0, 0, _FIRST_NONE
+        tile = _first_tile(INDEX_64)
+        step = 0
+        while tile < tiles:
+            tm = tile // tiles_h
+            th = tile % tiles_h
+            group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
+            for s in range(128 // SLICE):
+                part = s * SLICE + tl.arange(0, SLICE)
+                if output < 2:  # grad_input: the slice's tokens, each with its two groups (gate half's, up half's)
+                    m = tm * 128 + part
+                    t = (part + 128 - rotate_t) % 128
+                    c = group * 128 + (local + 128 - rotate_c) % 128
+                    for half in tl.static_range(2):
+                        expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)[:, None]
+                        code = step * 32768 + half * 16384 + part[:, None] * 128
+                        if output == 0:
+                            got = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
+                            expected = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS
+                                               + c[None, :])
+                            code += local[None, :]
+                        else:
+                            got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
+                            expected = expected_s
+                        differ = _witness_differ(got, expected, expected_s, output == 1, EXACT)
+                        count, compared, first = _witness_merge(count, compared, first, differ, code)
+                else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
+                    h = th * 128 + part
+                    c = group * 128 + (part + 128 - rotate_c) % 128
+                    expected_s = tl.load(expected_ys_ptr + c)[:, None]
+                    code = step * 32768 + part[:, None]
+                    if output == 2:
+                        got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
+                        t = (local + 128 - rotate_t) % 128
+                        expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
+                        code += local[None, :] * 128
+                    else:
+                        got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                        expected = expected_s
+                    differ = _witness_differ(got, expected, expected_s, output == 3, EXACT)
+                    count, compared, first = _witness_merge(count, compared, first, differ, code)
+            tile += tl.num_programs(0)
+            step += 1
+        _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
 
 
 # ---------------------------------------------------------------- the witness's host side

@@ -40,7 +40,7 @@ def _sm_id():
 
 '''
 SLICES_IN_KERNEL = "GROUP // CHUNK"
-SLICES_IN_LAUNCHER = 'main_constexprs["GROUP"] // main_constexprs["CHUNK"]'
+SLICES_IN_LAUNCHER = 'GROUP_SIZE // main_constexprs["CHUNK"]'
 
 
 class Edit(NamedTuple):
