@@ -8,9 +8,11 @@ After a first call (compiles, proofs) and a warm-up, R rounds of N calls back to
 them; a round's time over N is one figure, and the minimum over the rounds is reported (host_us), as for the empty
 kernel (empty_jit_us: a kernel of one store, launched through its JIT with one pointer argument), timed in the same
 rounds, after the call's N each time. The GPU runs each
-call's kernel while the host issues the next: at 128x128 the kernel is far shorter than the host path, so the rounds
-time the host. --json appends {"triton", "route", "host_us", "empty_jit_us", "label", "solution", "shape"} to the list
-in PATH. GPU only: exit 2 without one, or for a usage error (one line); 1 where the solution's first call raises.
+call's kernel while the host issues the next, so the rounds time the host only where the call's device time
+(device_us: its kernels under torch.profiler, one call, L2 cleared first; measure.device_time_us) is below host_us;
+where it is not, the launch queue fills and the host waits for the device: "device_bound" says so. --json appends
+{"triton", "route", "host_us", "empty_jit_us", "ratio", "device_us", "device_bound", "label", "solution", "shape"} to
+the list in PATH. GPU only: exit 2 without one, or for a usage error (one line); 1 where the solution's first call raises.
 """
 import argparse
 import json
@@ -84,9 +86,12 @@ def main(argv=None):
     sink = torch.empty(1, device="cuda")
     empty = lambda: _empty_kernel[(1,)](sink)  # noqa: E731
     host_us, empty_us = rounds_min([call, empty], args.calls, args.rounds)
+    device_us, _ = measure.device_time_us(call)
     record = {"triton": triton.__version__, "route": route, "host_us": round(host_us, 2),
-              "empty_jit_us": round(empty_us, 2), "ratio": round(host_us / empty_us, 3), "label": args.label,
-              "solution": Path(args.solution).name, "shape": args.shape}
+              "empty_jit_us": round(empty_us, 2), "ratio": round(host_us / empty_us, 3),
+              "device_us": None if device_us is None else round(device_us, 2),
+              "device_bound": None if device_us is None else device_us >= host_us,
+              "label": args.label, "solution": Path(args.solution).name, "shape": args.shape}
     print(json.dumps(record))
     if args.json:
         path = Path(args.json)
