@@ -108,6 +108,21 @@ def check_route(module, route):
                          f"{', '.join(map(str, routes))})")
 
 
+def one_shape_and_route(parser, args, name):
+    """(label, M, H) of args.shape, which must name one shape, after checking args.route (None: none forced) against
+    args.solution's ROUTES: parser.error (one line, exit 2) otherwise. name: the module name to load the solution
+    under for that check."""
+    shapes = load_shapes(args.shape)
+    if len(shapes) != 1:
+        parser.error(f"argument --shape: one shape, got the group {args.shape!r} of {len(shapes)}")
+    if args.route:
+        try:
+            check_route(load_solution(args.solution, name=name), args.route)
+        except (ValueError, SolutionError) as exc:
+            parser.error(f"argument --route: {exc}")
+    return shapes[0]
+
+
 @contextlib.contextmanager
 def route_forced(route):
     """ROUTE_ENV set to route inside the block (None: unset, so the solution chooses), as it was after.

@@ -68,15 +68,7 @@ def main(argv=None):
     parser.add_argument("--runs", type=harness.at_least_one("run"), default=3)
     parser.add_argument("--route", help="force one of the solution's routes (SILU_DOT_ROUTE)")
     args = parser.parse_args(argv)
-    shapes = harness.load_shapes(args.shape)
-    if len(shapes) != 1:
-        parser.error(f"argument --shape: one shape, got the group {args.shape!r} of {len(shapes)}")
-    [(label, M, H)] = shapes
-    if args.route:
-        try:
-            harness.check_route(harness.load_solution(args.solution, name="solution_for_cold_start"), args.route)
-        except (ValueError, harness.SolutionError) as exc:
-            parser.error(f"argument --route: {exc}")
+    label, M, H = harness.one_shape_and_route(parser, args, "solution_for_cold_start")
     import torch
     if not torch.cuda.is_available():
         print("cold_start.py: needs a GPU (the first call's compile and load are what it times)", file=sys.stderr)

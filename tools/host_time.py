@@ -55,15 +55,8 @@ def main(argv=None):
     parser.add_argument("--label", default="")
     parser.add_argument("--json", type=harness.json_destination, metavar="PATH")
     args = parser.parse_args(argv)
-    shapes = harness.load_shapes(args.shape)
-    if len(shapes) != 1:
-        parser.error(f"argument --shape: one shape, got the group {args.shape!r} of {len(shapes)}")
-    [(_, M, H)] = shapes
+    _, M, H = harness.one_shape_and_route(parser, args, "solution_for_host_time")
     if args.route:
-        try:
-            harness.check_route(harness.load_solution(args.solution, name="solution_for_host_time"), args.route)
-        except (ValueError, harness.SolutionError) as exc:
-            parser.error(f"argument --route: {exc}")
         os.environ[harness.ROUTE_ENV] = args.route
     if not torch.cuda.is_available():
         print("host_time.py: needs a GPU (it times calls that launch kernels on one)", file=sys.stderr)
