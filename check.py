@@ -296,14 +296,13 @@ class ComputeWatch(TorchDispatchMode):
     aten::copy_ to a host tensor, aten::_local_scalar_dense for .item()), and host data reaches the device through a
     copy from a host tensor or a constructor (aten::lift_fresh; HOST_CONSTRUCTORS): all pass this dispatch mode. Under
     the interpreter, where the device's memory is the host's, HOST_METHODS reach the data with no op: watch_compute
-    wraps them. The inputs' data is followed through launches: a launch handed x or grad_y (or a tensor marked so) may
+    wraps them. The inputs' data is followed through launches: a launch handed x or grad_y (or a tensor marked so, or an address in one's memory as an integer) may
     have written into any tensor it took, so each is marked as holding the inputs' data; likewise host data. Tensors
     are told apart by the memory their storage spans, so that a view or another tensor over the same memory is found
     too; a marked tensor is held until the call ends, so that its memory is not handed out again and taken for it.
     A launch handed host data that takes an output has the output's bytes compared before and after it.
 
-    What it cannot see: memory reached through ctypes, through a pointer handed to a kernel as an integer or reached
-    from another argument's pointer; torch._C.TensorBase's methods called directly or a watched method or constructor
+    What it cannot see: memory reached through ctypes or from another argument's pointer; torch._C.TensorBase's methods called directly or a watched method or constructor
     bound before the call; a compiled kernel's run called with no Triton launcher in between; torch.save; a kernel's
     device_print; under the interpreter, Python run inside a kernel's body. A solution that goes to such lengths
     cheats on purpose; triton_only fails one that computes its outputs on the host and moves them in by ordinary
@@ -449,7 +448,10 @@ class _Marks:
 def _footprint(obj):
     """The memory a tensor's data lies in: (device, its storage's first byte, the byte past its last), or (device,
     the storage, None) where the device has no addresses (meta); a pointer-like launch argument's (data_ptr(), no
-    storage), (None, its address, the next); None where there is none."""
+    storage), (None, its address, the next), as an integer's, which a launch may take for an address; None where
+    there is none."""
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return None, obj, obj + 1
     if isinstance(obj, torch.Tensor):
         try:
             storage = obj.untyped_storage()
@@ -485,8 +487,9 @@ def _overlap(a, b):
 
 
 def _launch_arguments(args, kwargs):
-    """A launch's arguments that point at memory (tensors, tensor descriptors, pointer-like objects), however deep in
-    lists and tuples (named tuples too: Triton takes nested tuples as arguments)."""
+    """A launch's arguments that point at memory (tensors, tensor descriptors, pointer-like objects, integers, which
+    a compiled kernel's launcher takes for addresses), however deep in lists and tuples (named tuples too: Triton takes
+    nested tuples as arguments)."""
     found = []
     pending = list(args) + list(kwargs.values())
     while pending:

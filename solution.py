@@ -2063,6 +2063,12 @@ class _Device:
         # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
                                and not self.specializes_on_storage_size)
+        if self.launches_ready:  # the driver's current device and stream, asked every ready call: bound once
+            try:
+                driver = triton.runtime.driver.active
+                self.current_device, self.current_stream = driver.get_current_device, driver.get_current_stream
+            except Exception:
+                self.launches_ready = False
         # (M, H, settings, specialization): (compiled kernel, grid, argument indices (None: all), constexprs) of each
         # of a ready call's kernels: plain tuples, which unpack faster than named ones (the ready path unpacks them)
         self.ready = {}
@@ -3019,9 +3025,8 @@ def _current_stream(device):
     if not device.launches_ready:
         return None
     try:
-        driver = triton.runtime.driver.active
-        index = driver.get_current_device()
-        return driver.get_current_stream(index) if index == device.index else None
+        index = device.current_device()
+        return device.current_stream(index) if index == device.index else None
     except Exception:
         return None
 
@@ -3029,7 +3034,7 @@ def _current_stream(device):
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's kernels; returns the last compiled kernel launched. settings
     (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key, _specialization, proven and
-    launched directly before) launches its CompiledKernel[grid]s on the driver's stream. Else the long way: the
+    launched directly before) launches its CompiledKernel[grid]s on the driver's stream, with the tensors' addresses. Else the long way: the
     shape's kernels (_call_launches), compiled for this specialization, proven (_prove) and launched (_launch_all); a
     rung whose kernel does not compile or load or fails a proof is left, and the call starts again on the next."""
     M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
@@ -3039,20 +3044,21 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     stream = None if device is None else _current_stream(device)
     if stream is not None:
         call = (M, H, settings, strides, addresses, stream, threading.get_ident())
-        last = device.last_ready  # (the call, its scratch, its ready launches) of the last ready call
+        last = device.last_ready  # (the call, its scratch, its launches) of the last ready call
         if last is not None and last[0] == call and not device.capturing():
-            _, scratch, ready = last
+            launches = last[2]
         else:
             scratch = device.scratch_for(stream, M * H)
-            ready = device.ready.get((M, H, settings, _specialization(
-                addresses + (device.table.data_ptr(), scratch.data_ptr()), strides)))
+            pointers = addresses + (device.table.data_ptr(), scratch.data_ptr())
+            ready = device.ready.get((M, H, settings, _specialization(pointers, strides)))
+            launches = None if ready is None else tuple(
+                (kernel, grid, tuple(_argument_values(pointers + (M, H) + strides, indices)) + constexprs)
+                for kernel, grid, indices, constexprs in ready)
             if ready is not None and not device.capturing():
-                device.last_ready = (call, scratch, ready)
-        if ready is not None:
-            ready_args = (*tensors, device.table, scratch, M, H, *strides)
-            for kernel, grid, indices, constexprs in ready:
-                kernel[grid](*(ready_args if indices is None else [ready_args[i] for i in indices]), *constexprs,
-                             stream=stream)
+                device.last_ready = (call, scratch, launches)  # the scratch held while the memo holds its address
+        if launches is not None:
+            for kernel, grid, kernel_args in launches:
+                kernel[grid](*kernel_args, stream=stream)
             return kernel
     key = (M, H, index_64, settings)
     device = _device(x, key)
@@ -3086,6 +3092,14 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     return kernel
 
 
+def _argument_values(args, indices=None):
+    """args (those at indices, where given) as a compiled kernel's C launcher takes them fastest: each tensor by its
+    address, which the launchers of Triton 3.0-3.6 and triton-ascend 3.2 take for a pointer as they take a tensor,
+    without asking the tensor for it and the driver whether it is the device's (the call's checks did)."""
+    return [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in (args if indices is None else
+                                                                          (args[i] for i in indices))]
+
+
 def _launch_all(found, args, specialization, device, stream=None):
     """Launches a call's kernels (found: _CallKernel) on args of this specialization: after its first launch through
     the JIT, a kernel is launched directly from its compiled kernel (on stream, where given), unless Triton's launcher
@@ -3097,7 +3111,7 @@ def _launch_all(found, args, specialization, device, stream=None):
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:
-                kernel[planned.grid](*kernel_args, *kernel.constexpr_values, **on_stream)
+                kernel[planned.grid](*_argument_values(kernel_args), *kernel.constexpr_values, **on_stream)
                 direct += 1
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches

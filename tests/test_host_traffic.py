@@ -206,6 +206,25 @@ def test_the_witness_pattern_passes_under_the_interpreter():
     assert watch.from_host.find(check._footprint(record)) == "host data (torch.tensor)"
 
 
+def test_the_watch_follows_addresses_handed_as_integers():
+    """A compiled kernel's launcher takes an integer for a pointer: an output and host data handed by their addresses
+    are found as if handed as tensors (the output's bytes compared around the launch, a change named), and an output
+    handed with x's address is marked as holding the inputs' data."""
+    x, grad_y, outputs = _call_tensors("cpu")
+    with check.watch_compute((x, grad_y), outputs) as watch:
+        host = torch.tensor([1.0] * 4)
+        handed = check._launch_arguments((host.data_ptr(), (outputs[3].data_ptr(), M), H), {})
+        before = watch.before_launch(handed)
+        with watch.own():  # the kernel's write
+            outputs[3].fill_(5.0)
+        watch.after_launch("a kernel", handed, before)
+        handed = check._launch_arguments((x.data_ptr() + 64, outputs[0].data_ptr()), {})
+        watch.after_launch("another kernel", handed, watch.before_launch(handed))
+    assert watch.compared_launches == 1
+    assert watch.host == ["a kernel, handed host data (torch.tensor), changed 256 bytes of y_s_t"], watch.host
+    assert watch.from_inputs.find(check._footprint(outputs[0])).startswith("grad_input_q (which another kernel took")
+
+
 def test_the_watch_restores_what_it_wrapped():
     wrapped = ([(torch.Tensor, name) for name in check.HOST_METHODS]
                + [(torch, name) for name in check.HOST_CONSTRUCTORS])

@@ -6,8 +6,9 @@ loops of N, the minimum of R rounds, microseconds:
 
 call: the whole public call, back to back; check: _check_inputs; stream: _current_stream; scratch:
 _Device.scratch_for; key: _specialization and the ready lookup; launch: the ready launches alone (CompiledKernel[grid],
-its runner, its C launcher); c_launcher: CompiledKernel.run called directly, hooks none; and the empty kernel's
-JIT launch, its runner, its C launcher.
+its runner, its C launcher); c_launcher: CompiledKernel.run called directly, hooks none; launch_int, c_launcher_int:
+the same with the eight pointers passed as their addresses (ints: the C launcher then asks neither data_ptr nor the
+driver); and the empty kernel's JIT launch, its runner, its C launcher.
 """
 import argparse
 import json
@@ -78,10 +79,20 @@ def main():
             kernel[grid](*(call_args if indices is None else [call_args[i] for i in indices]), *constexprs,
                          stream=stream)
     parts["launch"] = best(launch, n)
+    int_args = (*addresses, device.table.data_ptr(), scratch.data_ptr(), M, H, *strides)
+
+    def launch_int():
+        for kernel, grid, indices, constexprs in ready:
+            kernel[grid](*(int_args if indices is None else [int_args[i] for i in indices]), *constexprs,
+                         stream=stream)
+    parts["launch_int"] = best(launch_int, n)
     kernel, grid, indices, constexprs = ready[-1]
     run_args = call_args if indices is None else [call_args[i] for i in indices]
     parts["c_launcher"] = best(lambda: kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None,
                                                   None, None, *run_args, *constexprs), n)
+    run_int = int_args if indices is None else [int_args[i] for i in indices]
+    parts["c_launcher_int"] = best(lambda: kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None,
+                                                      None, None, *run_int, *constexprs), n)
     sink = torch.empty(1, device="cuda")
     parts["empty_jit"] = best(lambda: _empty_kernel[(1,)](sink), n)
     empty = _empty_kernel[(1,)](sink)
