@@ -2649,10 +2649,10 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
     """Compiles each (launch, args) in a forked child of its own, all at once (_in_children), into Triton's cache for
     this process's compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs
     the rung, not the run. A child's death is the kernel's (KernelFailure "kills its compiler") only where a fresh
-    interpreter's compile of the kernel dies too: a child can die for its parent's sake (PERF_NOTES.md, twenty-fourth
-    round), and a safeguard must never cost a sound rung. Where no child can compile (no fork, no target, a deadline
-    passed, a JIT asking the driver for more, a death that was this process's), this process compiles alone from then
-    on, with one warning. while_compiling: as in _compile_all."""
+    interpreter's compile of the kernel dies too: on Triton 3.0 and 3.1 a child can die for its parent's sake (see
+    _in_children), and a safeguard must never cost a sound rung. Where no child can compile (no fork, no target, a
+    deadline passed, a JIT asking the driver for more, a death that was this process's), this process compiles alone
+    from then on, with one warning. while_compiling: as in _compile_all."""
     why = ("Triton's driver gives no target" if target is None else
            None if hasattr(os, "fork") else "this platform has no os.fork")
     if _no_children or why:
@@ -2663,12 +2663,12 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
         jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
         verdicts = _in_children(jobs, target, index, while_compiling)
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
-        for i, (verdict, fresh) in zip(dead, _in_fresh_interpreters([jobs[i] for i in dead], target, index, fresh=True)
-                                       if dead else []):
+        fresh = _in_fresh_interpreters([jobs[i] for i in dead], target, index, fresh=True) if dead else []
+        for i, (verdict, detail) in zip(dead, fresh):
             if verdict != "compiled":
                 raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
                     "in a fresh interpreter too" if verdict == "died" else
-                    f"no fresh interpreter could tell whether it is the kernel's doing ({fresh})"), pairs[i][0])
+                    f"no fresh interpreter could tell whether it is the kernel's doing ({detail})"), pairs[i][0])
         why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a fresh "
                f"interpreter compiles: the death was this process's" if dead else
                next((detail for verdict, detail in verdicts if verdict == "no child"), None))
@@ -2733,8 +2733,8 @@ _in_fresh_interpreters = _in_children
 
 def _start_child(job, target, index, fresh=False):
     """(pid, the read end of the pipe that brings its lines) of a child process compiling job (_compile_and_tell):
-    forked, or (fresh) a new interpreter that the fork runs, which has compiled nothing (_FRESH_COMPILE); or (None, why
-    none started)."""
+    forked, or (fresh) a new interpreter that the fork runs (_FRESH_COMPILE), which has compiled nothing, with this
+    process's module path, Triton and cache; or (None, why none started)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
@@ -2756,12 +2756,11 @@ def _start_child(job, target, index, fresh=False):
             os.setpgid(0, 0)
             if fresh:
                 kernel, args, grid, kwargs = job
-                named = repr((kernel.fn.__code__.co_filename, kernel.fn.__name__,
-                              (target.backend, target.arch, target.warp_size),
-                              # a tensor by its dtype and its address modulo 256: finer than any JIT's key
-                              tuple(("tensor", str(a.dtype).rpartition(".")[2], a.data_ptr() % 256)
-                                    if isinstance(a, torch.Tensor) else a for a in args),
-                              tuple(grid), kwargs, (triton.__version__, triton.__file__)))
+                # A tensor by its dtype and its address modulo 256: finer than any JIT's key, _ALIGNMENT's included.
+                described = tuple(("tensor", str(a.dtype).rpartition(".")[2], a.data_ptr() % 256)
+                                  if isinstance(a, torch.Tensor) else a for a in args)
+                named = repr((kernel.fn.__code__.co_filename, kernel.fn.__name__, (target.backend, target.arch,
+                              target.warp_size), described, tuple(grid), kwargs, (triton.__version__, triton.__file__)))
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(null, fd)
@@ -2769,7 +2768,7 @@ def _start_child(job, target, index, fresh=False):
                 env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
                 env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
                 os.execve(sys.executable, [sys.executable, "-c", _FRESH_COMPILE, named, str(write_end)], env)
-            _compile_and_tell(*job, target, index, write_end)
+            _compile_and_tell(*job, target, index, write_end, build_launcher=_launcher_builder())
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 os.write(write_end, f"S {_first_line(exc)}\n".encode())
@@ -2779,13 +2778,13 @@ def _start_child(job, target, index, fresh=False):
     return pid, read_end
 
 
-def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd):
+def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, build_launcher=None):
     """In a child process (forked, or a fresh interpreter): compiles the kernel through its JIT with _ChildDriver and
     tells how it went on fd, a line a step: B as the compile begins, then C (compiled), R and why (it raised) or A and
-    what (its JIT asked the driver for more). Then it builds the compiled kernel's C launcher into Triton's cache, for
-    the parent's load: the launchers (a C compile each, 0.3 s) built side by side, not one after another in the parent
-    (PERF_NOTES.md, seventeenth round); a failure there leaves the parent to build it."""
-    build_launcher = _launcher_builder()
+    what (its JIT asked the driver for more). Then a forked child builds the compiled kernel's C launcher
+    (build_launcher) into Triton's cache, for the parent's load: the launchers (a C compile each, 0.3 s) built side by
+    side, not one after another in the parent (PERF_NOTES.md, seventeenth round); a failure there leaves it to the
+    parent."""
     triton.runtime.driver.set_active(_ChildDriver(target, index))
     os.write(fd, b"B\n")
     compiled = None
@@ -2802,7 +2801,7 @@ def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd):
 
 
 def _launcher_builder():
-    """The active driver's launcher class (None where none), asked before a child sets _ChildDriver."""
+    """The active driver's launcher class (None where none), asked before a forked child sets _ChildDriver."""
     with contextlib.suppress(Exception):
         return triton.runtime.driver.active.launcher_cls
 
@@ -2832,16 +2831,15 @@ def _child_verdict(pid, read_end, deadline, fresh=False):
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
     letter, _, detail = (told.decode(errors="replace").splitlines() or [""])[-1].partition(" ")
-    process, its_compile, timeout = (("a fresh interpreter", "a fresh interpreter's compile", FRESH_COMPILE_TIMEOUT_S)
-                                     if fresh else ("a child process", "its compile in a child process",
-                                                    CHILD_COMPILE_TIMEOUT_S))
+    process = "a fresh interpreter" if fresh else "a child process"
+    its_compile = "a fresh interpreter's compile" if fresh else "its compile in a child process"
     if letter in ("C", "R"):  # told in time: what ran past the deadline was its launcher's build
         return ("compiled", "") if letter == "C" else ("raised", f"{its_compile} raised ({detail})")
     if letter in ("A", "S"):
         return "no child", (f"{its_compile} asked Triton's driver for {detail}" if letter == "A" else
                             f"{process} could not set the compile up ({detail})")
     if status is None:
-        return "no child", f"{its_compile} took over {timeout} s"
+        return "no child", f"{its_compile} took over {FRESH_COMPILE_TIMEOUT_S if fresh else CHILD_COMPILE_TIMEOUT_S} s"
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     if letter != "B":
         return "no child", f"{process} ended before its compile began (exit code {code})"
