@@ -2636,16 +2636,8 @@ class _ChildDriver:
     fork). Anything else raises _DriverAsked, and the parent compiles alone."""
 
     def __init__(self, target, index):
-        self._target, self._index = target, index
-
-    def get_current_target(self):
-        return self._target
-
-    def get_current_device(self):
-        return self._index
-
-    def get_current_stream(self, device=None):
-        return 0
+        self.get_current_target, self.get_current_device = (lambda: target), (lambda: index)
+        self.get_current_stream = lambda device=None: 0
 
     def __getattr__(self, name):
         raise _DriverAsked(name)
@@ -2654,56 +2646,51 @@ class _ChildDriver:
 # A child's compile that runs past this is cut off and this process compiles alone (the rung is kept): a hang costs
 # the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
 CHILD_COMPILE_TIMEOUT_S = 30
-FRESH_COMPILE_TIMEOUT_S = 30
+FRESH_COMPILE_TIMEOUT_S = 30  # a fresh interpreter's, past which it cannot tell whether a death was the kernel's
 _no_children = []  # why children no longer compile in this process (empty while they do)
 _forking = threading.Lock()
 
 
 def _compile_in_children(pairs, target, index, while_compiling=None):
-    """Compiles each (launch, args) in a forked child of its own, all at once (_in_children): a compiler that kills its
-    process (an LLVM fatal error, which no except clause sees) costs the rung, not the run. A death is the kernel's
-    (KernelFailure "kills its compiler") where it kills a fresh interpreter's compile too (_in_fresh_interpreters);
-    else it was this process's. Where no child can compile (no fork, no target, a sandbox, a timeout, a JIT asking
-    the driver for more), this process compiles alone from then on, with one warning. while_compiling: as in
-    _compile_all."""
-    if _no_children or target is None or not hasattr(os, "fork"):
+    """Compiles each (launch, args) in a forked child of its own, all at once (_in_children), into Triton's cache for
+    this process's compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs
+    the rung, not the run. A child's death is the kernel's (KernelFailure "kills its compiler") only where a fresh
+    interpreter's compile of the kernel dies too: on Triton 3.0 and 3.1 a child can die for its parent's sake (see
+    _in_children), and a safeguard must never cost a sound rung. Where no child can compile (no fork, no target, a
+    deadline passed, a JIT asking the driver for more, a death that was this process's), this process compiles alone
+    from then on, with one warning. while_compiling: as in _compile_all."""
+    why = ("Triton's driver gives no target" if target is None else
+           None if hasattr(os, "fork") else "this platform has no os.fork")
+    if _no_children or why:
         if while_compiling is not None:
             while_compiling(None)
-        if _no_children:
-            return
-        why = "Triton's driver gives no target" if target is None else "this platform has no os.fork"
     else:
         _keys_before_fork(launch.kernel for launch, _ in pairs)
         jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
         verdicts = _in_children(jobs, target, index, while_compiling)
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
-        if dead:
-            for i, (verdict, fresh) in zip(dead, _in_fresh_interpreters([jobs[i] for i in dead], target)):
-                if verdict != "compiled":
-                    raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
-                        "in a fresh interpreter too" if verdict == "died" else
-                        f"no fresh interpreter could tell whether it is the kernel's doing ({fresh})"), pairs[i][0])
-            why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a "
-                   f"fresh interpreter compiles: the death was this process's")
-        else:
-            why = next((detail for verdict, detail in verdicts if verdict == "no child"), None)
-            if why is None:
-                return
-    _no_children.append(why)
-    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
-                  f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
+        fresh = _in_fresh_interpreters([jobs[i] for i in dead], target, index, fresh=True) if dead else []
+        for i, (verdict, detail) in zip(dead, fresh):
+            if verdict != "compiled":
+                raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
+                    "in a fresh interpreter too" if verdict == "died" else
+                    f"no fresh interpreter could tell whether it is the kernel's doing ({detail})"), pairs[i][0])
+        why = (f"a child died compiling the {pairs[dead[0]][0].name} kernel ({verdicts[dead[0]][1]}), which a fresh "
+               f"interpreter compiles: the death was this process's" if dead else
+               next((detail for verdict, detail in verdicts if verdict == "no child"), None))
+    if why and not _no_children:
+        _no_children.append(why)
+        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
+                      f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
 
 
 def _keys_before_fork(kernels):
     """Computes before the children fork the keys Triton computes once a process, its own and each kernel's, for the
     children to inherit: from Triton 3.5 a kernel's key depends on the kernels keyed before it, and a key that differed
     here would miss the child's binary in the cache (PERF_NOTES.md, seventeenth round)."""
-    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # Triton 3.5 on; before
-        triton_key = getattr(sys.modules.get(module), "triton_key", None)
-        if callable(triton_key):
-            with contextlib.suppress(Exception):  # the compile meets it again, and says why
-                triton_key()
-            break
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # its home from Triton 3.5; before
+        with contextlib.suppress(Exception):  # not there; or it fails, and the compile meets that again and says why
+            sys.modules[module].triton_key()
     for kernel in kernels:
         try:
             getattr(kernel, "cache_key", None)
@@ -2712,30 +2699,28 @@ def _keys_before_fork(kernels):
                 kernel.hash = None
 
 
-def _in_children(jobs, target, index, while_compiling=None):
-    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a forked child of its own, all at once,
-    through the kernel's JIT with _ChildDriver: "compiled"; "raised" (the parent's compile meets it again); "died" (a
-    signal, or an exit before its verdict); "no child" where none could start or be waited for, its JIT asked the
-    driver for more, or it told nothing in CHILD_COMPILE_TIMEOUT_S (its process group is then killed). What this
-    process left its garbage collector is frozen across the forks: a child collecting it would run destructors without
-    the threads they join (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or
-    hangs)."""
+def _in_children(jobs, target, index, while_compiling=None, fresh=False):
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a child process of its own, all at once
+    (_start_child; fresh: in a fresh interpreter each), by the child's last line (_child_verdict). while_compiling:
+    as in _compile_all, given wait_for(i), which waits for job i's child alone. What this process left its garbage
+    collector is frozen across the forks: a child collecting it would run destructors without the threads they join
+    (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or hangs)."""
     freeze = getattr(gc, "freeze", None)
     with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
             freeze()
         try:
-            started = [_start_child(*job, target, index) for job in jobs]
+            started = [_start_child(job, target, index, fresh) for job in jobs]
         finally:
             if freeze is not None:
                 gc.unfreeze()
-    deadline = time.monotonic() + CHILD_COMPILE_TIMEOUT_S
+    deadline = time.monotonic() + (FRESH_COMPILE_TIMEOUT_S if fresh else CHILD_COMPILE_TIMEOUT_S)
     verdicts = {}
 
-    def wait_for(i):  # job i's child alone
+    def wait_for(i):
         if i not in verdicts:
             pid, end = started[i]
-            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline)
+            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline, fresh)
         return verdicts[i][0]
 
     try:
@@ -2747,9 +2732,15 @@ def _in_children(jobs, target, index, while_compiling=None):
     return [verdicts[i] for i in range(len(started))]
 
 
-def _start_child(kernel, args, grid, kwargs, target, index):
-    """(pid, the read end of the pipe bringing its verdict: C, R, or A and what its JIT asked the driver for) of a
-    forked child compiling kernel, then building its launcher (_launcher_builder); or (None, why none started)."""
+# The fresh interpreters run through the same code, under a name of its own: a stand-in for _in_children (as
+# tests/test_compile_failures.py makes children die) leaves them real.
+_in_fresh_interpreters = _in_children
+
+
+def _start_child(job, target, index, fresh=False):
+    """(pid, the read end of the pipe that brings its lines) of a child process compiling job (_compile_and_tell):
+    forked, or (fresh) a new interpreter that the fork runs (_FRESH_COMPILE), which has compiled nothing, with this
+    process's module path, Triton and cache; or (None, why none started)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
@@ -2766,205 +2757,129 @@ def _start_child(kernel, args, grid, kwargs, target, index):
         return None, f"os.fork failed ({type(exc).__name__}: {exc})"
     if pid == 0:
         gc.disable()  # the child lives for one compile: it collects nothing, the parent's garbage least of all
-        verdict, compiled, build_launcher = b"R", None, None
         try:
             os.close(read_end)
             os.setpgid(0, 0)
-            build_launcher = _launcher_builder()
-            if hasattr(triton.runtime.driver, "set_active"):
-                triton.runtime.driver.set_active(_ChildDriver(target, index))
-            else:
-                triton.runtime.driver.active = _ChildDriver(target, index)
-            compiled = kernel.warmup(*args, grid=grid, **kwargs)
-            verdict = b"C"
-        except _DriverAsked as asked:
-            verdict = b"A" + str(asked).encode()[:100]
-        except BaseException:
-            pass
+            if fresh:
+                kernel, args, grid, kwargs = job
+                # A tensor by its dtype and its address modulo 256: finer than any JIT's key, _ALIGNMENT's included.
+                described = tuple(("tensor", str(a.dtype).rpartition(".")[2], a.data_ptr() % 256)
+                                  if isinstance(a, torch.Tensor) else a for a in args)
+                named = repr((kernel.fn.__code__.co_filename, kernel.fn.__name__, (target.backend, target.arch,
+                              target.warp_size), described, tuple(grid), kwargs, (triton.__version__, triton.__file__)))
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.set_inheritable(write_end, True)
+                env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+                env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+                os.execve(sys.executable, [sys.executable, "-c", _FRESH_COMPILE, named, str(write_end)], env)
+            _compile_and_tell(*job, target, index, write_end, build_launcher=_launcher_builder())
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(write_end, f"S {_first_line(exc)}\n".encode())
         finally:
-            try:
-                os.write(write_end, verdict)
-                if compiled is not None and build_launcher is not None:
-                    build_launcher(compiled.src, compiled.metadata)
-            except BaseException:
-                pass
-            finally:
-                os._exit(0)
+            os._exit(0)
     os.close(write_end)
     return pid, read_end
 
 
-def _launcher_builder():
-    """The active driver's launcher class (None where none), for a child to build its kernel's C launcher into Triton's
-    cache after its verdict: the launchers (a C compile each, 0.3 s) built side by side, not one after another here
-    (PERF_NOTES.md, seventeenth round). A failure there leaves the parent to build it."""
+def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, build_launcher=None):
+    """In a child process (forked, or a fresh interpreter): compiles the kernel through its JIT with _ChildDriver and
+    tells how it went on fd, a line a step: B as the compile begins, then C (compiled), R and why (it raised) or A and
+    what (its JIT asked the driver for more). Then a forked child builds the compiled kernel's C launcher
+    (build_launcher) into Triton's cache, for the parent's load: the launchers (a C compile each, 0.3 s) built side by
+    side, not one after another in the parent (PERF_NOTES.md, seventeenth round); a failure there leaves it to the
+    parent."""
+    triton.runtime.driver.set_active(_ChildDriver(target, index))
+    os.write(fd, b"B\n")
+    compiled = None
     try:
-        return getattr(triton.runtime.driver.active, "launcher_cls", None)
-    except Exception:
-        return None
+        compiled, told = kernel.warmup(*args, grid=grid, **kwargs), "C"
+    except _DriverAsked as asked:
+        told = f"A {asked}"
+    except BaseException as exc:
+        told = f"R {type(exc).__name__}: {str(exc).strip()[:200]!r}"  # a compile error's first line is its place
+    os.write(fd, f"{told}\n".encode())
+    with contextlib.suppress(BaseException):
+        if compiled is not None and build_launcher is not None:
+            build_launcher(compiled.src, compiled.metadata)
 
 
-def _child_verdict(pid, read_end, deadline):
-    """The (verdict, detail) of a child started by _start_child (see _in_children), waited for until deadline."""
-    status = None
+def _launcher_builder():
+    """The active driver's launcher class (None where none), asked before a forked child sets _ChildDriver."""
+    with contextlib.suppress(Exception):
+        return triton.runtime.driver.active.launcher_cls
+
+
+def _child_verdict(pid, read_end, deadline, fresh=False):
+    """The (verdict, detail) of a child started by _start_child, by the last line it told once it ended, or by the
+    deadline (its process group then killed, its compiler's tools with it): "compiled"; "raised" (this process's
+    compile meets it again); "died" (a signal, or an exit, once its compile began); else "no child" and why (it ran
+    past the deadline, its JIT asked the driver for more, its set-up failed, it ended before its compile began)."""
+    status, told = None, b""
     try:
         while status is None and time.monotonic() < deadline:
             done, reaped = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = reaped
-            else:
-                time.sleep(0.005)
-        if status is None:  # past the deadline: a verdict it told before still counts
-            os.set_blocking(read_end, False)
-        try:
-            told = os.read(read_end, 128)
-        except BlockingIOError:
-            told = b""
-    except BaseException as exc:
-        _kill_child(pid)
-        if not isinstance(exc, Exception):
-            raise  # KeyboardInterrupt: the child is gone, the interrupt goes on
+            status = reaped if done else time.sleep(0.005)
+        os.set_blocking(read_end, False)  # what it told before its end or the deadline, not what it may tell after
+        told = os.read(read_end, 4096)
+    except BlockingIOError:
+        pass
+    except Exception as exc:
         return "no child", f"waiting for the child failed ({type(exc).__name__}: {exc})"
     finally:
         os.close(read_end)
+        if status is None:
+            for kill in (os.killpg, os.kill):  # its group (its compiler's tools), and itself before it set the group
+                with contextlib.suppress(OSError):
+                    kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+    letter, _, detail = (told.decode(errors="replace").splitlines() or [""])[-1].partition(" ")
+    process = "a fresh interpreter" if fresh else "a child process"
+    its_compile = "a fresh interpreter's compile" if fresh else "its compile in a child process"
+    if letter in ("C", "R"):  # told in time: what ran past the deadline was its launcher's build
+        return ("compiled", "") if letter == "C" else ("raised", f"{its_compile} raised ({detail})")
+    if letter in ("A", "S"):
+        return "no child", (f"{its_compile} asked Triton's driver for {detail}" if letter == "A" else
+                            f"{process} could not set the compile up ({detail})")
     if status is None:
-        _kill_child(pid)
-        if told not in (b"C", b"R"):  # else told in time: what ran over was its launcher's build
-            return "no child", f"its compile in a child process took over {CHILD_COMPILE_TIMEOUT_S} s"
-    if told in (b"C", b"R"):
-        return ("compiled" if told == b"C" else "raised"), ""
-    if told.startswith(b"A"):
-        return "no child", f"the child's compile asked Triton's driver for {told[1:].decode(errors='replace')}"
-    return "died", _death(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+        return "no child", f"{its_compile} took over {FRESH_COMPILE_TIMEOUT_S if fresh else CHILD_COMPILE_TIMEOUT_S} s"
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    if letter != "B":
+        return "no child", f"{process} ended before its compile began (exit code {code})"
+    return "died", "the compiling process " + (
+        f"exited with code {code} before it finished" if code >= 0 else
+        f"died of signal {-code} ({next((s.name for s in signal.Signals if s == -code), 'unnamed')})")
 
 
-def _death(code):
-    """How a compiling process died, by its exit code (negative: the signal that killed it) before its verdict."""
-    if code >= 0:
-        return f"the compiling process exited with code {code} before it finished"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = "unnamed"
-    return f"the compiling process died of signal {-code} ({name})"
-
-
-def _kill_child(pid):
-    """Kills a child's process group (its compiler's tools with it) and reaps it."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.waitpid(pid, 0)
-
-
-# Run by _in_fresh_interpreters: reads (file, kernel name, target, arguments, grid, keyword arguments, the caller's
-# Triton), loads the file as a module of its own, and compiles the kernel through its JIT with _ChildDriver. Prints B
-# as the compile begins, then C (compiled), R (the kernel's compile raised), A (its JIT asked the driver for more) or
-# S (the set-up failed) with why.
+# Run by a fresh interpreter (_start_child): argv[1] the job as _start_child names it, argv[2] the pipe's write end.
+# It refuses another Triton than the caller's, loads the kernel's file as a module of its own, rebuilds the arguments
+# and compiles as a forked child does (_compile_and_tell); where its set-up fails, it tells S and why.
 _FRESH_COMPILE = """
-import ast, importlib.util, sys
-stage = "S"
+import ast, importlib.util, os, sys
 try:
     path, name, (backend, arch, warp_size), described, grid, kwargs, version = ast.literal_eval(sys.argv[1])
     import torch, triton
     from triton.backends.compiler import GPUTarget
+    if (triton.__version__, triton.__file__) != version:
+        raise RuntimeError(f"it imports Triton {triton.__version__} from {triton.__file__}, not the caller's")
     spec = importlib.util.spec_from_file_location("_silu_dot_fresh_compile", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     args = []
     for arg in described:
         if isinstance(arg, tuple) and arg[:1] == ("tensor",):
-            _, dtype, residue = arg
-            dtype = getattr(torch, dtype)
-            size = torch.empty(0, dtype=dtype).element_size()
-            buffer = torch.empty(512 + 64 * size, dtype=torch.uint8)
-            skip = (residue - buffer.data_ptr()) % 256
-            args.append(buffer[skip:skip + 64 * size].view(dtype))
-        else:
-            args.append(arg)
-    if (triton.__version__, triton.__file__) != version:
-        raise RuntimeError(f"it imports Triton {triton.__version__} from {triton.__file__}, not the caller's")
-    driver = module._ChildDriver(GPUTarget(backend, arch, warp_size), 0)
-    if hasattr(triton.runtime.driver, "set_active"):
-        triton.runtime.driver.set_active(driver)
-    else:
-        triton.runtime.driver.active = driver
-    kernel = getattr(module, name)
-    stage = "R"
-    print("B", flush=True)
-    kernel.warmup(*args, grid=grid, **kwargs)
-    print("C", flush=True)
-except BaseException as exc:
-    asked = type(exc).__name__ == "_DriverAsked"
-    print("A" if asked else stage, exc if asked else f"{type(exc).__name__}: {str(exc).strip()[:200]!r}", flush=True)
+            buffer = torch.empty(320, dtype=getattr(torch, arg[1]))
+            skip = (arg[2] - buffer.data_ptr()) % 256 // buffer.element_size()
+            arg = buffer[skip:skip + 64]
+        args.append(arg)
+    module._compile_and_tell(getattr(module, name), args, grid, kwargs, GPUTarget(backend, arch, warp_size), 0,
+                             int(sys.argv[2]))
+except BaseException as exc:  # in its set-up: _compile_and_tell tells what its compile raised
+    os.write(int(sys.argv[2]), f"S {type(exc).__name__}: {str(exc).strip()[:200]!r}".encode())
 """
-
-
-def _described(arg):
-    """An argument as the fresh interpreter rebuilds it: a tensor by its dtype and its address modulo 256 (finer than
-    any JIT's key, _ALIGNMENT's included), anything else as itself."""
-    if isinstance(arg, torch.Tensor):
-        return "tensor", str(arg.dtype).rpartition(".")[2], arg.data_ptr() % 256
-    return arg
-
-
-def _in_fresh_interpreters(jobs, target):
-    """[(verdict, detail)] of compiling each job in a new Python process of its own that has compiled nothing, all at
-    once, with this one's module path, Triton and cache: "died" (a signal, or an exit once its compile began),
-    "compiled", or "no child" where it cannot tell (no file holds the kernel, no process started or set up, its compile
-    raised (this one's meets the same) or ran past FRESH_COMPILE_TIMEOUT_S)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    started = []
-    for kernel, args, grid, kwargs in jobs:
-        try:
-            fn = kernel.fn
-            job = repr((fn.__code__.co_filename, fn.__name__, (target.backend, target.arch, target.warp_size),
-                        tuple(_described(a) for a in args), tuple(grid), kwargs, (triton.__version__, triton.__file__)))
-            ast.literal_eval(job)
-        except Exception as exc:
-            started.append(f"the kernel cannot be named to a fresh interpreter ({type(exc).__name__}: {exc})")
-            continue
-        try:
-            started.append(subprocess.Popen([sys.executable, "-c", _FRESH_COMPILE, job], stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                            start_new_session=True, text=True))
-        except Exception as exc:
-            started.append(f"no fresh interpreter started ({type(exc).__name__}: {exc})")
-    deadline = time.monotonic() + FRESH_COMPILE_TIMEOUT_S
-    try:
-        return [("no child", child) if isinstance(child, str) else _fresh_verdict(child, deadline)
-                for child in started]
-    finally:  # none outlives the call, whatever ended it
-        for child in started:
-            if not isinstance(child, str) and child.poll() is None:
-                try:
-                    os.killpg(child.pid, signal.SIGKILL)  # its compiler's tools with it
-                except OSError:
-                    child.kill()
-                child.wait()
-
-
-def _fresh_verdict(child, deadline):
-    """The (verdict, detail) of one fresh interpreter, waited for until deadline."""
-    try:
-        told, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return "no child", f"a fresh interpreter's compile took over {FRESH_COMPILE_TIMEOUT_S} s"
-    told = [line for line in told.splitlines() if line[:1] in "BCRAS" and line[1:2] in ("", " ")]
-    verdict, _, detail = (told or [""])[-1].partition(" ")
-    if verdict == "B":  # the compile began, and the process ended before it told how it went
-        return "died", _death(child.returncode)
-    if verdict == "C":
-        return "compiled", ""
-    if verdict == "R":
-        return "no child", f"a fresh interpreter's compile raised ({detail})"
-    if verdict in ("A", "S"):
-        return "no child", f"a fresh interpreter could not set the compile up ({detail})"
-    return "no child", f"a fresh interpreter ended before its compile began (exit code {child.returncode})"
 
 
 def resident_programs(kernel, device_index, warp_size):
