@@ -32,7 +32,6 @@ Set SILU_DOT_ROUTE=<one of ROUTES> before the first call on a device to force a 
 raises one line); ladder_for(device) says how each rung stands. Tools reach this file only through its names
 without a leading underscore. PERF_NOTES.md tells the design history.
 """
-import ast
 import contextlib
 import gc
 import itertools
@@ -41,7 +40,6 @@ import os
 import re
 import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
