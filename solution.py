@@ -2667,7 +2667,7 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
         jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
         verdicts = _in_children(jobs, target, index, while_compiling)
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
-        fresh = _in_fresh_interpreters([jobs[i] for i in dead], target, index, fresh=True) if dead else []
+        fresh = _in_children([jobs[i] for i in dead], target, index, fresh=True) if dead else []
         for i, (verdict, detail) in zip(dead, fresh):
             if verdict != "compiled":
                 raise KernelFailure("kills its compiler", f"{verdicts[i][1]}; " + (
@@ -2728,11 +2728,6 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
         for i in range(len(started)):
             wait_for(i)
     return [verdicts[i] for i in range(len(started))]
-
-
-# The fresh interpreters run through the same code, under a name of its own: a stand-in for _in_children (as
-# tests/test_compile_failures.py makes children die) leaves them real.
-_in_fresh_interpreters = _in_children
 
 
 def _start_child(job, target, index, fresh=False):

@@ -218,7 +218,9 @@ def test_a_fresh_interpreter_that_cannot_tell_blames_the_kernel_in_its_words(mon
     """Children die; the fresh interpreter that would tell whether the kernel is to blame hangs (cut off at its
     deadline) or never begins its compile: the death counts against the kernel, and says why."""
     monkeypatch.setattr(solution, "_no_children", [])
-    monkeypatch.setattr(solution, "_in_children", lambda jobs, *a, **k: [("died", "it died")] * len(jobs))
+    forked_or_fresh = solution._in_children  # the fresh interpreters stay real
+    monkeypatch.setattr(solution, "_in_children", lambda jobs, *a, fresh=False, **k: forked_or_fresh(
+        jobs, *a, fresh=True, **k) if fresh else [("died", "it died")] * len(jobs))
     monkeypatch.setattr(solution, "FRESH_COMPILE_TIMEOUT_S", 2)
     launch = solution.launch_plan("interpreter", 128, 128)["main"]
     target = types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
