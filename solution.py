@@ -1555,9 +1555,6 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
 # Programs of the input kernel, and of the check kernel (whose records the host reads: 64 bytes a program).
 _WITNESS_MAX_PROGRAMS = 4096
 _WITNESS_CHECK_PROGRAMS = 256
-# Rows a step of the witness's kernels: 8 on a device (larger slices compile to much more code), the whole tile under
-# the interpreter (a slice there is a round of numpy calls).
-_WITNESS_SLICE = 128 if _INTERPRET else 8
 # The eviction's int32 a program; it writes twice the L2 the device tells (one L2's worth can leave lines of a hashed,
 # set-associative cache in place), else twice the largest judge chip's known (the H100's 50 MB), rounded up.
 _EVICT_BLOCK = 4096
@@ -1569,45 +1566,29 @@ def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_
     where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" and
     "witness_table" (the sigmoid table, launch_plan's "sigmoid_table" where the route has one). A tolerant route's
     outputs are checked for gross faults, not bytes."""
-    backend = _backend(backend)
-    route = _route(route)
+    backend, route = _backend(backend), _route(route)
     warp_size = warp_size or backend.warp_size
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
     options = {"num_warps": max(1, min(128, backend.max_threads) // warp_size), "num_stages": 1,
                "enable_fp_fusion": False}
-    shared = {"CHANNELS": WITNESS_CHANNELS, "SLICE": _WITNESS_SLICE if _INTERPRET else backend.proof_rows or _WITNESS_SLICE,
+    # Rows a step of the input and check kernels: the whole tile under the interpreter (a slice there is a round of
+    # numpy calls); on a device the backend's proof_rows, else 8 (larger slices compile to much more code).
+    shared = {"CHANNELS": WITNESS_CHANNELS, "SLICE": 128 if _INTERPRET else backend.proof_rows or 8,
               "INDEX_64": index_64}
-    launches = [KernelLaunch("witness_input", _witness_input_kernel,
-                             (min(tiles, _WITNESS_MAX_PROGRAMS, backend.max_grid[0]), 1, 1),
-                             _signature(_witness_input_kernel), shared, options)]
+
+    def planned(name, kernel, programs, constexprs):
+        return KernelLaunch(name, kernel, (min(programs, backend.max_grid[0]), 1, 1), _signature(kernel), constexprs,
+                            options)
+
+    launches = [planned("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared)]
     if route.ordering and not _INTERPRET:  # the interpreter has no cache to push anything out of
-        blocks = triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK)
-        launches.append(KernelLaunch("witness_evict", _witness_evict_kernel, (min(blocks, backend.max_grid[0]), 1, 1),
-                                     _signature(_witness_evict_kernel), {"BLOCK": _EVICT_BLOCK}, options))
-    launches += [KernelLaunch("witness_check", _witness_check_kernel,
-                              (min(tiles, _WITNESS_CHECK_PROGRAMS, backend.max_grid[0]), 1, 1),
-                              _signature(_witness_check_kernel), {**shared, "EXACT": route.exact}, options),
+        launches.append(planned("witness_evict", _witness_evict_kernel,
+                                triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK),
+                                {"BLOCK": _EVICT_BLOCK}))
+    launches += [planned("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
+                         {**shared, "EXACT": route.exact}),
                  _table_launch("witness_table", backend, route, warp_size)]
     return {launch.name: launch for launch in launches}
-
-
-def _witness_totals(M, H):
-    """The elements of each output of WITNESS_OUTPUTS."""
-    return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
-
-
-def _output_place(output, m, h, half, H):
-    """[row, column] in output of the element at the call's token m, channel h, half (0: gate, 1: up; a scale: of its
-    group, h or m its first element's)."""
-    return {"grad_input_q": (m, half * H + h), "grad_input_s": (m, half * (H // GROUP_SIZE) + h // GROUP_SIZE),
-            "y_q_t": (h, m), "y_s_t": (h, m // GROUP_SIZE)}[output]
-
-
-def _call_place(output, row, col, H):
-    """(token, channel, half) of the call's element at output[row, col]: _output_place's inverse."""
-    groups, half = H // GROUP_SIZE, col // H if output == "grad_input_q" else col // (H // GROUP_SIZE)
-    return {"grad_input_q": (row, col % H, half), "grad_input_s": (row, col % groups * GROUP_SIZE, half),
-            "y_q_t": (col, row, 0), "y_s_t": (col * GROUP_SIZE, row, 0)}[output]
 
 
 def witness_findings(values, H):
@@ -1615,53 +1596,30 @@ def witness_findings(values, H):
     check kernel's records (16 int32 a program: 4 an output; _witness_check_kernel says how a place is coded)."""
     programs = len(values) // 16
     findings = []
-    for i, output in enumerate(WITNESS_OUTPUTS):
+    for i in range(len(WITNESS_OUTPUTS)):
         places = []
         for program in range(programs):
             count, _, code, _ = values[16 * program + 4 * i:16 * program + 4 * i + 4]
             if count:
                 tm, th = divmod(program + (code >> 15) * programs, H // GROUP_SIZE)
-                places.append(_output_place(output, tm * 128 + (code >> 7) % 128, th * 128 + code % 128,
-                                            (code >> 14) % 2, H))
+                m, h, half = tm * 128 + (code >> 7) % 128, th * 128 + code % 128, (code >> 14) % 2
+                row, col = (m, half * H + h) if i < 2 else (h, m)
+                places.append((row, col // GROUP_SIZE if i % 2 else col))
         findings.append((sum(values[4 * i::16]), sum(values[4 * i + 1::16]), min(places, default=None)))
     return findings
 
 
-def _region_place(m, h, channels):
-    """The region's (token, channel) that the call's token m, channel h holds (_witness_tags' rotations)."""
-    group, rotate_t, rotate_c = _witness_tags.fn(m // 128, h // 128, channels)
-    return (m - rotate_t) % 128, group * 128 + (h - rotate_c) % 128
-
-
 def witness_source(output, row, col, H, channels=None):
     """(the index of output[row, col]'s expectation in _witness_expected's list of output, the region's (token, channel)
-    of the element, of a scale its group's first element) for an H-wide call: the check kernel's indexing."""
+    and the call's (token, channel, half) of the element) for an H-wide call: the check kernel's indexing, run here. A
+    scale stands for its group's first element, at that element's column divided by GROUP_SIZE."""
     channels = channels or WITNESS_CHANNELS
-    m, h, half = _call_place(output, row, col, H)
-    t, c = _region_place(m, h, channels)
-    groups = channels // GROUP_SIZE
-    return {"grad_input_q": t * 2 * channels + half * channels + c, "grad_input_s": t * 2 * groups + half * groups
-            + c // 128, "y_q_t": c * 128 + t, "y_s_t": c}[output], (t, c)
-
-
-def _witness_members(output, row, col, H):
-    """[(the call's (token, channel), the region's)] of each element of the group holding output[row, col]."""
-    m, h, _ = _call_place(output, row, col, H)
-    places = [(m, h - h % 128 + i) if output.startswith("grad") else (m - m % 128 + i, h) for i in range(GROUP_SIZE)]
-    return [(place, _region_place(*place, WITNESS_CHANNELS)) for place in places]
-
-
-# Each output's scales (a scale's own: itself).
-_SCALES_OF = {"grad_input_q": "grad_input_s", "grad_input_s": "grad_input_s", "y_q_t": "y_s_t", "y_s_t": "y_s_t"}
-
-
-def _witness_passes(got, expected, expected_scale, output, exact):
-    """Whether a value read back is what the witness expects, judged on the host as the check kernel judges it."""
-    if exact:
-        return _same_value(got, expected)
-    if not math.isfinite(expected_scale):
-        return True
-    return abs(got - expected) <= (2**-6 * abs(expected) if output in _SCALES_OF.values() else 2)
+    i = WITNESS_OUTPUTS.index(output)
+    per = GROUP_SIZE if i % 2 else 1
+    m, h, half = (row, col * per % H, col * per // H) if i < 2 else (col * per, row, 0)
+    group, rotate_t, rotate_c = _witness_tags.fn(m // 128, h // 128, channels)
+    t, c = (m - rotate_t) % 128, group * 128 + (h - rotate_c) % 128
+    return (t * 2 * channels + half * channels + c if i < 2 else c * 128 + t) // per, (t, c), (m, h, half)
 
 
 def _same_value(a, b):
@@ -1780,6 +1738,18 @@ def witness_input(t, h, finite_only=False, channels=None):
     return tuple(_f32_of_bits([b << 16 for b in _witness_bits(t, h, finite_only, channels or WITNESS_CHANNELS)]))
 
 
+_witness_regions = {}  # (channels, finite_only): the region's bits, made once a process (they depend on no device)
+
+
+def _witness_region(channels, finite_only):
+    """The bf16 bits of the region's gate, up and grad_y planes, 128 x channels each, row-major, one after another: the
+    input kernel's region_ptr."""
+    if (channels, finite_only) not in _witness_regions:
+        planes = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
+        _witness_regions[channels, finite_only] = [b for plane in planes for b in plane]
+    return _witness_regions[channels, finite_only]
+
+
 def _table_entry(gate_bits):
     """The table's entry of a bf16 gate (its bits), its magnitude clamped to the table's range as a table route clamps
     it (below 2**-25 sigmoid is 0.5, beyond 127.5 it is 1 or 0: the ends' entries; so any NaN reads an end's)."""
@@ -1798,33 +1768,13 @@ def _quantized_groups(values):
     return [int(q) for q in quotients], scales
 
 
-class _Region(NamedTuple):
-    """The witness's input: planes, the bf16 bits of its gate, up and grad_y planes (128 x channels each, row-major,
-    one after another: the upload); entries, the table's entry of each gate; gate, up, grad_y as floats."""
-    planes: list
-    entries: list
-    gate: list
-    up: list
-    grad_y: list
-
-
-_witness_inputs = {}  # (channels, finite_only): its _Region, made once a process (it depends on no device)
-
-
-def _witness_values(channels, finite_only):
-    if (channels, finite_only) not in _witness_inputs:
-        gate, up, gy = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
-        _witness_inputs[channels, finite_only] = _Region([*gate, *up, *gy], [_table_entry(b) for b in gate], *(
-            _f32_of_bits([b << 16 for b in plane]) for plane in (gate, up, gy)))
-    return _witness_inputs[channels, finite_only]
-
-
 def _witness_expected(channels, finite_only, table):
     """{output: its expected values over the region, a flat list}: grad_input_q 128 rows of 2 * channels int8 (the gate
     half's channels, then the up half's), grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t channels rows of
     128, y_s_t channels scales."""
-    _, entries, gate, up, gy = _witness_values(channels, finite_only)
-    sig = [table[i] for i in entries]
+    bits, n = _witness_region(channels, finite_only), 128 * channels
+    gate, up, gy = (_f32_of_bits([b << 16 for b in bits[i * n:(i + 1) * n]]) for i in range(3))
+    sig = [table[_table_entry(b)] for b in bits[:n]]
     silu = _round_f32([g * s for g, s in zip(gate, sig)])
     y = _round_bf16(_round_f32([a * u for a, u in zip(silu, up)]))
     d_up = _round_bf16(_round_f32([d * a for d, a in zip(gy, silu)]))
@@ -1847,15 +1797,16 @@ def _round_f32_struct(x):
 
 
 def _arbiter_group(output, index, channels, finite_only, table):
-    """(the int8 of the group holding a region's flat index of output, its scale), recomputed element by element from
-    witness_input with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
+    """(the int8 of the group holding element index of the region's grad_input_q or y_q_t, its scale), recomputed
+    element by element from witness_input with _round_f32_struct: the arbiter, sharing no list code with
+    _witness_expected."""
     r = _round_f32_struct
-    if output.startswith("grad"):
-        t, col = divmod(index, 2 * channels if output == "grad_input_q" else 2 * channels // GROUP_SIZE)
-        half, g = divmod(col // GROUP_SIZE if output == "grad_input_q" else col, channels // GROUP_SIZE)
-        places = [(t, g * GROUP_SIZE + p) for p in range(GROUP_SIZE)]
+    if output == "grad_input_q":
+        t, col = divmod(index, 2 * channels)
+        half, c = divmod(col, channels)
+        places = [(t, c - c % GROUP_SIZE + p) for p in range(GROUP_SIZE)]
     else:
-        half, places = 2, [(t, index // 128 if output == "y_q_t" else index) for t in range(128)]
+        half, places = 2, [(t, index // 128) for t in range(128)]
     values = []
     for t, h in places:
         gate, up, gy = witness_input(t, h, finite_only, channels)
@@ -1881,11 +1832,9 @@ def _table_fault(table, loose=False):
     its witness unseen."""
     gates = _f32_of_bits([((i % 2) << 31) | ((_LUT_LO + i // 2) << 16) for i in range(len(table))])
     for gate, got in zip(gates, table):
-        if gate < -80:
-            continue
         true = 1.0 / (1.0 + math.exp(-gate))
         bound = true * 2.0**-10 if loose else 4 * 2.0 ** (math.frexp(true)[1] - 24)
-        if not abs(got - true) <= bound:
+        if gate >= -80 and not abs(got - true) <= bound:
             return f"its table holds sigmoid({gate!r}) = {got!r}, where the sigmoid is {true!r}"
     return None
 
@@ -2316,31 +2265,26 @@ def _stand_in_pairs(device, launches):
 
 
 def _witness_pairs(device):
-    """_stand_in_pairs of the witness's kernels: the same for every shape but 64-bit ones (they specialize on no
-    integer); none once the witness cannot judge here."""
-    if "witness" in device.cannot_judge:
-        return []
-    return _stand_in_pairs(device, witness_plan(device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route,
-                                                warp_size=device.warp_size).values())
+    """_stand_in_pairs of the witness's kernels, which specialize on no integer: one set serves every shape but 64-bit
+    ones. None once the witness cannot judge here."""
+    return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
+        device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
 
 
 def _witness_host_work(device, pairs, wait_for):
-    """The witness's host work, done while the children compile pairs: its inputs; and once the table's child has
+    """The witness's host work, done while the children compile pairs: its input; and once the table's child has
     compiled it (wait_for: None where no child compiles), the table compiled here from the cache, filled, read back,
     and the expectations computed from it. What fails here is met again after the children, where it says why."""
     finite_only = not ROUTE_TABLE[device.route].exact
-    table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
-    try:
-        _witness_values(WITNESS_CHANNELS, finite_only)
-        if wait_for is None or not table or device.table_values or wait_for(table[0]) != "compiled":
+    table = next((i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")), None)
+    with contextlib.suppress(Exception):
+        _witness_region(WITNESS_CHANNELS, finite_only)
+        if wait_for is None or table is None or device.table_values or wait_for(table) != "compiled":
             return
-        launch = pairs[table[0]][0]
-        _compile(launch, (device.table,))
-        _fill_table(device, launch)
-        if device.table_values and "witness" not in device.cannot_judge:
+        _compile(pairs[table][0], (device.table,))
+        _fill_table(device, pairs[table][0])
+        if "witness" not in device.cannot_judge:
             _witness_expectations(device, finite_only)
-    except Exception:  # met again after the children, where it says why
-        return
 
 
 def _fill_table(device, launch):
@@ -2429,16 +2373,14 @@ def _compile_proofs(device, pairs):
 
 
 def _witness_expectations(device, finite_only):
-    """(the expectations as lists (_witness_expected), and on the device as the check kernel's arguments, with the
-    region as the input kernel's), computed and uploaded once a device from its table."""
+    """(the expectations as lists (_witness_expected); on the device, by argument name, the check kernel's
+    expectations and the input kernel's region), computed and uploaded once a device from its table."""
     if finite_only not in device.expectations:
         lists = _witness_expected(WITNESS_CHANNELS, finite_only, device.table_values)
-        on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.int8 if short.endswith("q") else
-                                                           torch.float32)
-                     for short, output in zip(("gq", "gs", "yq", "ys"), WITNESS_OUTPUTS)}
-        planes = _witness_values(WITNESS_CHANNELS, finite_only).planes
-        on_device["region_ptr"] = torch.tensor([b - ((b >> 15) << 16) for b in planes], dtype=torch.int16).view(
-            torch.bfloat16)
+        on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.float32 if i % 2 else torch.int8)
+                     for i, (short, output) in enumerate(zip(("gq", "gs", "yq", "ys"), WITNESS_OUTPUTS))}
+        region = [b - ((b >> 15) << 16) for b in _witness_region(WITNESS_CHANNELS, finite_only)]  # as int16
+        on_device["region_ptr"] = torch.tensor(region, dtype=torch.int16).view(torch.bfloat16)
         device.expectations[finite_only] = lists, {name: t.to(device.table.device) for name, t in on_device.items()}
     return device.expectations[finite_only]
 
@@ -2447,8 +2389,8 @@ def _witness_verdict(device, key, found, args):
     """Runs a call's kernels (found) at its shape on the witness's input, into buffers of the witness's own laid out as
     the call's arguments (host data reaches none of the call's), and compares every output byte with the
     expectations; _WITNESS_RUNS times where the rung relies on an ordering, each run's input pushed out of L2 first:
-    runs that differ are a race. A difference that the input written again, or the arbiter, lays at the witness's own
-    door costs no rung."""
+    runs that differ are a race. A difference costs no rung where the host, judging the element again, the input
+    written again or the arbiter lays it at the witness's own door."""
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
@@ -2485,57 +2427,55 @@ def _witness_verdict(device, key, found, args):
         if unwritten:
             return Verdict(unjudged=unwritten)
         runs.append(witness_findings(values, H))
-    if any(run != runs[0] for run in runs[1:]):
-        counts = "; ".join(f"run {i + 1}: " + ", ".join(f"{o} {f[0]}" for o, f in zip(WITNESS_OUTPUTS, run))
-                           for i, run in enumerate(runs))
+    if any(later != runs[0] for later in runs[1:]):
+        counts = "; ".join(f"run {n + 1}: " + ", ".join(f"{o} {f[0]}" for o, f in zip(WITNESS_OUTPUTS, findings))
+                           for n, findings in enumerate(runs))
         return Verdict(leave=f"its witness's {len(runs)} runs found different wrong elements ({counts}; a race)",
                        mechanism=route.ordering)
-    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], _witness_totals(M, H)):
-        if compared != total:
-            return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements of {output}")
-    wrong = [(output, finding) for output, finding in zip(WITNESS_OUTPUTS, runs[0]) if finding[0]]
+    for output, (_, compared, _), out in zip(WITNESS_OUTPUTS, runs[0], own[2:6]):
+        if compared != out.numel():
+            return Verdict(unjudged=f"its check kernel compared {compared} of the {out.numel()} elements of {output}")
+    wrong = [i for i, (count, _, _) in enumerate(runs[0]) if count]
     if not wrong:
         return Verdict()
-    output, (count, _, (row, col)) = wrong[0]
-    index, _ = witness_source(output, row, col, H)
-    want = expected[output][index]
-    got = own[2 + WITNESS_OUTPUTS.index(output)][row, col].item()
-    scale = expected[_SCALES_OF[output]][index if output in _SCALES_OF.values() else index // GROUP_SIZE]
-    # The check's verdict is the device's; the host judges that element again.
-    if _witness_passes(got, want, scale, output, route.exact):
+    i = wrong[0]  # in WITNESS_OUTPUTS: grad_input's, then y's; each one's int8, then its scales
+    output, in_grad, is_scale = WITNESS_OUTPUTS[i], i < 2, i % 2 == 1
+    count, _, (row, col) = runs[0][i]
+    index, _, (m, h, _) = witness_source(output, row, col, H)
+    want, got = expected[output][index], own[2 + i][row, col].item()
+    scale = expected[WITNESS_OUTPUTS[i | 1]][index if is_scale else index // GROUP_SIZE]
+    # The check's verdict is the device's; the host judges that element again, by the check kernel's rule.
+    if (_same_value(got, want) if route.exact
+            else not math.isfinite(scale) or abs(got - want) <= (2**-6 * abs(want) if is_scale else 2)):
         return Verdict(unjudged=f"its check kernel found {output}[{row}, {col}] wrong, but it holds {_shown(got)}, "
                                 f"as the host expects")
-    # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the group read back.
+    # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the element's group
+    # (its row's channels in grad_input, its channel's tokens in y) read back.
     fresh = {"x_ptr": _same_layout(args[0]), "grad_y_ptr": _same_layout(args[1])}
     run(plan["witness_input"], **fresh)
-    members = _witness_members(output, row, col, H)
-    (t0, h0), (t1, h1) = members[0][0], members[-1][0]
-    read = [part[t0:t1 + 1, h0:h1 + 1].cpu().flatten().tolist()
+    m, h = (m, h - h % GROUP_SIZE) if in_grad else (m - m % GROUP_SIZE, h)
+    rows, cols = (1, GROUP_SIZE) if in_grad else (GROUP_SIZE, 1)
+    read = [part[m:m + rows, h:h + cols].cpu().flatten().tolist()
             for part in (fresh["x_ptr"][:, :H], fresh["x_ptr"][:, H:], fresh["grad_y_ptr"])]
-    for (place, source), written in zip(members, zip(*read)):
-        if not all(map(_same_value, written, witness_input(*source, finite_only))):
+    for place, written in zip(itertools.product(range(m, m + rows), range(h, h + cols)), zip(*read)):
+        source = witness_input(*witness_source("grad_input_q", *place, H)[1], finite_only)
+        if not all(map(_same_value, written, source)):
             return Verdict(unjudged=f"its input kernel wrote (gate, up, grad_y) {written} at {list(place)} where the "
-                                    f"host expects {witness_input(*source, finite_only)}")
-    q, arbiter_scale = _arbiter_group(output, index, WITNESS_CHANNELS, finite_only, device.table_values)
-    arbiter = arbiter_scale if output in _SCALES_OF.values() else q[index % GROUP_SIZE]
+                                    f"host expects {source}")
+    q, arbiter_scale = _arbiter_group("grad_input_q" if in_grad else "y_q_t", index * GROUP_SIZE if is_scale else index,
+                                      WITNESS_CHANNELS, finite_only, device.table_values)
+    arbiter = arbiter_scale if is_scale else q[index % GROUP_SIZE]
     if not _same_value(arbiter, want):
         return Verdict(unjudged=f"its expectation of {output}[{row}, {col}] is {_shown(want)}, where its arbiter "
                                 f"computes {_shown(arbiter)}")
-    others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
-    return Verdict(leave=f"its witness found {count} wrong elements in {output} on real values, written by its "
-                         f"{_writer(found, output)}, first found at [{row}, {col}]: got {_shown(got)}, expected "
-                         f"{_shown(want)}" + (f" (and wrong elements in {others})" if others else ""))
-
-
-def _writer(found, output):
-    """The launch of a call's that writes output: "main kernel", "grad kernel", "y kernel"; "grad and y kernels" for y
-    on a route that keeps y between them (the grad kernel computes it, the y kernel quantizes it)."""
+    # The launch that wrote output: a two-pass route's y kernel quantizes y, or the y its grad kernel kept.
     launches = {launch.name: launch for launch, *_ in found}
-    if "grad" not in launches:
-        return "main kernel"
-    if output.startswith("grad"):
-        return "grad kernel"
-    return "grad and y kernels" if launches["y"].kernel is _y_kept_kernel else "y kernel"
+    writer = ("main kernel" if "grad" not in launches else "grad kernel" if in_grad
+              else "grad and y kernels" if launches["y"].kernel is _y_kept_kernel else "y kernel")
+    others = ", ".join(f"{WITNESS_OUTPUTS[j]} {runs[0][j][0]}" for j in wrong[1:])
+    return Verdict(leave=f"its witness found {count} wrong elements in {output} on real values, written by its "
+                         f"{writer}, first found at [{row}, {col}]: got {_shown(got)}, expected "
+                         f"{_shown(want)}" + (f" (and wrong elements in {others})" if others else ""))
 
 
 _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}
