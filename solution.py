@@ -1466,27 +1466,26 @@ def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _witness_merge(count, compared, first, differ, code):
-    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in; the
-    elements compared are counted from the block's codes, a count no compiler can fold."""
+def _witness_compared(count, compared, first, got, expected, expected_scale, code, IS_SCALE: tl.constexpr,
+                      EXACT: tl.constexpr):
+    """(wrong elements, elements compared, the least code of a wrong one) with a block of an output merged in. An
+    element is wrong where it differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
+    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
+    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps. The elements compared are
+    counted from the block's codes, a count no compiler can fold."""
+    if EXACT:
+        if IS_SCALE:
+            differ = (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
+                                                                                                  & _is_nan(expected))
+        else:
+            differ = got.to(tl.int32) != expected.to(tl.int32)
+    elif IS_SCALE:
+        differ = _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
+    else:
+        differ = _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
     wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
     least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
     return count + wrong, compared + tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0), tl.minimum(first, least)
-
-
-@triton.jit
-def _witness_differ(got, expected, expected_scale, IS_SCALE: tl.constexpr, EXACT: tl.constexpr):
-    """Where an output element differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
-    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
-    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps."""
-    if EXACT:
-        if IS_SCALE:
-            return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
-                                                                                                & _is_nan(expected))
-        return got.to(tl.int32) != expected.to(tl.int32)
-    if IS_SCALE:
-        return _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
-    return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
 
 
 @triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
@@ -1496,7 +1495,7 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                           INDEX_64: tl.constexpr):
     """Compares every element of each output of WITNESS_OUTPUTS in turn with the region's expectation at its place
     (_witness_tags; the expectations are _witness_expected's lists), a tile a step in SLICE-row slices, and writes each
-    program's record of each (_witness_merge, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
+    program's record of each (_witness_compared, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
     element's code is its program's step * 2**15 + half * 2**14 + token * 2**7 + channel, its place in the tile (a
     scale's: its group's first element's; witness_findings decodes it)."""
     tiles_h = H // 128
@@ -1528,8 +1527,8 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                         else:
                             got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
                             expected = expected_s
-                        differ = _witness_differ(got, expected, expected_s, output == 1, EXACT)
-                        count, compared, first = _witness_merge(count, compared, first, differ, code)
+                        count, compared, first = _witness_compared(count, compared, first, got, expected, expected_s,
+                                                                   code, output == 1, EXACT)
                 else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
                     h = th * 128 + part
                     c = group * 128 + (part + 128 - rotate_c) % 128
@@ -1543,8 +1542,8 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                     else:
                         got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
                         expected = expected_s
-                    differ = _witness_differ(got, expected, expected_s, output == 3, EXACT)
-                    count, compared, first = _witness_merge(count, compared, first, differ, code)
+                    count, compared, first = _witness_compared(count, compared, first, got, expected, expected_s, code,
+                                                               output == 3, EXACT)
             tile += tl.num_programs(0)
             step += 1
         _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
