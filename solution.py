@@ -1399,9 +1399,8 @@ def _probe_input(check, bits):
 # witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
 # output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
-WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
+WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")  # grad_input's, y's; each its int8, its scales
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
-_FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
 _FIRST_NONE = tl.constexpr(2**31 - 1)
 # The proof kernels specialize on no integer: one binary serves every shape and stride.
 _WITNESS_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
@@ -1439,20 +1438,17 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_
             source = region_ptr + ((part + 128 - rotate_t) % 128)[:, None] * CHANNELS + c[None, :]
             m = tm * 128 + part[:, None]
             h = th * 128 + local[None, :]
-            x_offs = m * stride_x + h
-            tl.store(x_ptr + x_offs, tl.load(source))
-            tl.store(x_ptr + x_offs + H, tl.load(source + 128 * CHANNELS))
-            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
             poison_q = tl.full([SLICE, 128], -128, tl.int8)
             poison_s = tl.full([SLICE], -1.0, tl.float32)
-            tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
-            tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + th, poison_s)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + tiles_h + th, poison_s)
+            for half in tl.static_range(2):  # gate and up; grad_input's two halves
+                tl.store(x_ptr + m * stride_x + h + half * H, tl.load(source + half * (128 * CHANNELS)))
+                tl.store(grad_q_ptr + m * stride_gq + h + half * H, poison_q)
+                tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + half * tiles_h + th, poison_s)
+            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
             # y_t's rows are channels: the slice's channels, every token of the tile.
             tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
             tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
-            nan = tl.full([SLICE, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
+            nan = tl.full([SLICE, 128], 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
             tl.store(scratch_ptr + tile * (128 * 128) + part[:, None] * 128 + local[None, :], nan.to(tl.bfloat16))
         tile += tl.num_programs(0)
 
@@ -1512,38 +1508,34 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
             group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
             for s in range(128 // SLICE):
                 part = s * SLICE + tl.arange(0, SLICE)
-                if output < 2:  # grad_input: the slice's tokens, each with its two groups (gate half's, up half's)
-                    m = tm * 128 + part
-                    t = (part + 128 - rotate_t) % 128
-                    c = group * 128 + (local + 128 - rotate_c) % 128
-                    for half in tl.static_range(2):
+                for half in tl.static_range(2 if output < 2 else 1):
+                    if output < 2:  # grad_input: the slice's tokens, each with its group of this half's channels
+                        m, t = tm * 128 + part, (part + 128 - rotate_t) % 128
                         expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)[:, None]
                         code = step * 32768 + half * 16384 + part[:, None] * 128
                         if output == 0:
                             got = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
+                            c = group * 128 + (local + 128 - rotate_c) % 128
                             expected = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS
                                                + c[None, :])
                             code += local[None, :]
                         else:
                             got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
-                            expected = expected_s
-                        count, compared, first = _witness_compared(count, compared, first, got, expected, expected_s,
-                                                                   code, output == 1, EXACT)
-                else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
-                    h = th * 128 + part
-                    c = group * 128 + (part + 128 - rotate_c) % 128
-                    expected_s = tl.load(expected_ys_ptr + c)[:, None]
-                    code = step * 32768 + part[:, None]
-                    if output == 2:
-                        got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
-                        t = (local + 128 - rotate_t) % 128
-                        expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
-                        code += local[None, :] * 128
-                    else:
-                        got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                    else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
+                        h, c = th * 128 + part, group * 128 + (part + 128 - rotate_c) % 128
+                        expected_s = tl.load(expected_ys_ptr + c)[:, None]
+                        code = step * 32768 + part[:, None]
+                        if output == 2:
+                            got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
+                            t = (local + 128 - rotate_t) % 128
+                            expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
+                            code += local[None, :] * 128
+                        else:
+                            got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                    if output % 2 == 1:  # a scale
                         expected = expected_s
                     count, compared, first = _witness_compared(count, compared, first, got, expected, expected_s, code,
-                                                               output == 3, EXACT)
+                                                               output % 2 == 1, EXACT)
             tile += tl.num_programs(0)
             step += 1
         _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
@@ -1562,9 +1554,8 @@ _EVICT_BYTES_UNKNOWN_L2 = 2**27
 
 def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_bytes=None):
     """{name: KernelLaunch} of the witness's launches for an (M, H) call on a route: "witness_input", "witness_evict"
-    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" and
-    "witness_table" (the sigmoid table, launch_plan's "sigmoid_table" where the route has one). A tolerant route's
-    outputs are checked for gross faults, not bytes."""
+    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" (a tolerant
+    route's outputs for gross faults, not bytes) and "witness_table" (launch_plan's "sigmoid_table" where it has one)."""
     backend, route = _backend(backend), _route(route)
     warp_size = warp_size or backend.warp_size
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
@@ -1579,14 +1570,13 @@ def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_
         return KernelLaunch(name, kernel, (min(programs, backend.max_grid[0]), 1, 1), _signature(kernel), constexprs,
                             options)
 
-    launches = [planned("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared)]
-    if route.ordering and not _INTERPRET:  # the interpreter has no cache to push anything out of
-        launches.append(planned("witness_evict", _witness_evict_kernel,
-                                triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK),
-                                {"BLOCK": _EVICT_BLOCK}))
-    launches += [planned("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
-                         {**shared, "EXACT": route.exact}),
-                 _table_launch("witness_table", backend, route, warp_size)]
+    evict = route.ordering and not _INTERPRET  # the interpreter has no cache to push anything out of
+    blocks = triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK)
+    launches = [planned("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared),
+                *([planned("witness_evict", _witness_evict_kernel, blocks, {"BLOCK": _EVICT_BLOCK})] if evict else []),
+                planned("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
+                        {**shared, "EXACT": route.exact}),
+                _table_launch("witness_table", backend, route, warp_size)]
     return {launch.name: launch for launch in launches}
 
 
@@ -1681,7 +1671,11 @@ def _mix(a, b):
 
 
 def _witness_gate(t, c, channels):
-    """The bf16 bits of the region's gate at token t, channel c (witness_input says what they are)."""
+    """The bf16 bits of the region's gate at token t, channel c: channel k = c * step + t % step (step = 512 / channels)
+    of the full region, in group j = k // 128 at place p = k % 128. The bits are (b << 7) | ((p + 91 b) mod 128), b =
+    (sign << 8) | exponent, and at each p, t -> b is one-to-one: every pattern comes once in the full region. Exponents
+    cycle with 37 (t mod 64 + p), 17 to 208 in groups 0-2, the rest in group 3 (255: +-inf and NaN, at tokens 63 and
+    127); signs mix by _mix: every group of finite gates holds both signs and many binades, as a user's rows do."""
     step = 512 // channels
     k = c * step + t % step
     j, p, u = k >> 7, k & 127, t & 63
@@ -1696,7 +1690,10 @@ def _witness_gate(t, c, channels):
 
 
 def _witness_bits(t, h, finite_only, channels):
-    """The bf16 bits of witness_input(t, h, finite_only, channels)."""
+    """The bf16 bits of witness_input(t, h, finite_only, channels): finite_only (the tolerant rungs, whose reductions
+    drop NaN) makes the NaN and inf gates finite; up's exponent puts |y| near 1, grad_y's the larger of |d_gate| and
+    |d_up| near 2**spread; channel 5's up and token 7's grad_y are +-0, channel 9's up and token 11's grad_y near 2**127
+    where the gate is 4 or more: groups of zeros and groups that overflow to inf."""
     g = _witness_gate(t, h, channels)
     if finite_only and (g & 0x7F80) == 0x7F80:
         g ^= 0x4000
@@ -1721,19 +1718,9 @@ def _witness_bits(t, h, finite_only, channels):
 
 
 def witness_input(t, h, finite_only=False, channels=None):
-    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, as Python floats.
-
-    The region is 128 tokens x `channels` (WITNESS_CHANNELS: on a device 512, one element for every bf16 gate; under the
-    interpreter 128, every fourth). Channel h is channel k = h * step + t % step of the full region (step = 512 /
-    channels), in group j = k // 128 at place p = k % 128. Token t = 64 a + u has the sign a ^ s(h) ^ s'(u) (bits of
-    _mix) and the exponent E_j(37 (u + p) mod n): E_j(i) = 17 + 3 i + j, n = 64 for j < 3; n = 63 and E_3(i) = i below
-    17, i + 192 from there; but where j = 3 and u = 63, exponent 255 and sign a (+-inf, NaN; finite_only, for the
-    tolerant rungs, whose reductions drop NaN, flips a bit to make them finite). The gate's bits are (b << 7) | ((p +
-    91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one, so every pattern comes once, and every
-    group of finite gates mixes both signs and many binades, as a user's rows do. up's exponent puts |y| near 1,
-    grad_y's the larger of |d_gate| and |d_up| near 2**spread (spread -6 to 7 by group); mantissas and signs from _mix.
-    Channel 5's up and token 7's grad_y are +-0, channel 9's up and token 11's grad_y near 2**127 where the gate is 4
-    or more: groups of zeros and groups that overflow to inf. PLATFORMS.md, "The witness", says why each is there."""
+    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, 128 tokens x `channels`
+    (WITNESS_CHANNELS: on a device 512, every bf16 gate once; under the interpreter 128, every fourth), as Python
+    floats. PLATFORMS.md, "The witness", says what the region holds and why."""
     return tuple(_f32_of_bits([b << 16 for b in _witness_bits(t, h, finite_only, channels or WITNESS_CHANNELS)]))
 
 
