@@ -1782,20 +1782,12 @@ def _round_f32_struct(x):
         return math.copysign(math.inf, x)
 
 
-def _arbiter_group(output, index, channels, finite_only, table):
-    """(the int8 of the group holding element index of the region's grad_input_q or y_q_t, its scale), recomputed
-    element by element from witness_input with _round_f32_struct: the arbiter, sharing no list code with
-    _witness_expected."""
+def _arbiter_group(inputs, half, table):
+    """(the int8 of a group of d_gate (half 0), d_up (1) or y (2), its scale) from its elements' (gate, up, grad_y),
+    recomputed one element at a time with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
     r = _round_f32_struct
-    if output == "grad_input_q":
-        t, col = divmod(index, 2 * channels)
-        half, c = divmod(col, channels)
-        places = [(t, c - c % GROUP_SIZE + p) for p in range(GROUP_SIZE)]
-    else:
-        half, places = 2, [(t, index // 128) for t in range(128)]
     values = []
-    for t, h in places:
-        gate, up, gy = witness_input(t, h, finite_only, channels)
+    for gate, up, gy in inputs:
         sig = table[_table_entry(struct.unpack("<I", struct.pack("<f", gate))[0] >> 16)]
         silu = r(gate * sig)
         v = (r(silu * up) if half == 2 else r(gy * silu) if half == 1  # y, d_up; d_gate:
@@ -2427,7 +2419,7 @@ def _witness_verdict(device, key, found, args):
     i = wrong[0]  # in WITNESS_OUTPUTS: grad_input's, then y's; each one's int8, then its scales
     output, in_grad, is_scale = WITNESS_OUTPUTS[i], i < 2, i % 2 == 1
     count, _, (row, col) = runs[0][i]
-    index, _, (m, h, _) = witness_source(output, row, col, H)
+    index, _, (m, h, half) = witness_source(output, row, col, H)
     want, got = expected[output][index], own[2 + i][row, col].item()
     scale = expected[WITNESS_OUTPUTS[i | 1]][index if is_scale else index // GROUP_SIZE]
     # The check's verdict is the device's; the host judges that element again, by the check kernel's rule.
@@ -2439,18 +2431,19 @@ def _witness_verdict(device, key, found, args):
     # (its row's channels in grad_input, its channel's tokens in y) read back.
     fresh = {"x_ptr": _same_layout(args[0]), "grad_y_ptr": _same_layout(args[1])}
     run(plan["witness_input"], **fresh)
-    m, h = (m, h - h % GROUP_SIZE) if in_grad else (m - m % GROUP_SIZE, h)
+    member = h % GROUP_SIZE if in_grad else m % GROUP_SIZE  # the element's place in its group
+    m, h = (m, h - member) if in_grad else (m - member, h)
     rows, cols = (1, GROUP_SIZE) if in_grad else (GROUP_SIZE, 1)
     read = [part[m:m + rows, h:h + cols].cpu().flatten().tolist()
             for part in (fresh["x_ptr"][:, :H], fresh["x_ptr"][:, H:], fresh["grad_y_ptr"])]
+    inputs = []
     for place, written in zip(itertools.product(range(m, m + rows), range(h, h + cols)), zip(*read)):
-        source = witness_input(*witness_source("grad_input_q", *place, H)[1], finite_only)
-        if not all(map(_same_value, written, source)):
+        inputs.append(witness_input(*witness_source("grad_input_q", *place, H)[1], finite_only))
+        if not all(map(_same_value, written, inputs[-1])):
             return Verdict(unjudged=f"its input kernel wrote (gate, up, grad_y) {written} at {list(place)} where the "
-                                    f"host expects {source}")
-    q, arbiter_scale = _arbiter_group("grad_input_q" if in_grad else "y_q_t", index * GROUP_SIZE if is_scale else index,
-                                      WITNESS_CHANNELS, finite_only, device.table_values)
-    arbiter = arbiter_scale if is_scale else q[index % GROUP_SIZE]
+                                    f"host expects {inputs[-1]}")
+    q, arbiter_scale = _arbiter_group(inputs, half if in_grad else 2, device.table_values)
+    arbiter = arbiter_scale if is_scale else q[member]
     if not _same_value(arbiter, want):
         return Verdict(unjudged=f"its expectation of {output}[{row}, {col}] is {_shown(want)}, where its arbiter "
                                 f"computes {_shown(arbiter)}")

@@ -434,12 +434,15 @@ def test_the_arbiter_agrees_with_the_expectations_on_every_group():
     channels = solution.WITNESS_CHANNELS
     for finite_only in (False, True):
         expected = solution._witness_expected(channels, finite_only, table)
-        for output, per in (("grad_input_q", 128), ("y_q_t", 128)):
-            for index in range(0, len(expected[output]), per):
-                q, scale = solution._arbiter_group(output, index, channels, finite_only, table)
-                scales = "grad_input_s" if output == "grad_input_q" else "y_s_t"
-                assert q == expected[output][index:index + per], (output, index)
-                assert solution._same_value(scale, expected[scales][index // per]), (output, index)
+        for output, scales in (("grad_input_q", "grad_input_s"), ("y_q_t", "y_s_t")):
+            for index in range(0, len(expected[output]), 128):  # each group's first element: its places in the region
+                t, half, c = index // (2 * channels), index // channels % 2, index % channels
+                places, half = ([(t, c + i) for i in range(128)], half) if scales == "grad_input_s" else (
+                    [(i, index // 128) for i in range(128)], 2)
+                inputs = [solution.witness_input(*place, finite_only, channels) for place in places]
+                q, scale = solution._arbiter_group(inputs, half, table)
+                assert q == expected[output][index:index + 128], (output, index)
+                assert solution._same_value(scale, expected[scales][index // 128]), (output, index)
 
 
 @pytest.mark.parametrize("finite_only", [False, True])
