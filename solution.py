@@ -1565,19 +1565,16 @@ def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_
     # numpy calls); on a device the backend's proof_rows, else 8 (larger slices compile to much more code).
     shared = {"CHANNELS": WITNESS_CHANNELS, "SLICE": 128 if _INTERPRET else backend.proof_rows or 8,
               "INDEX_64": index_64}
-
-    def planned(name, kernel, programs, constexprs):
-        return KernelLaunch(name, kernel, (min(programs, backend.max_grid[0]), 1, 1), _signature(kernel), constexprs,
-                            options)
-
-    evict = route.ordering and not _INTERPRET  # the interpreter has no cache to push anything out of
-    blocks = triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK)
-    launches = [planned("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared),
-                *([planned("witness_evict", _witness_evict_kernel, blocks, {"BLOCK": _EVICT_BLOCK})] if evict else []),
-                planned("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
-                        {**shared, "EXACT": route.exact}),
-                _table_launch("witness_table", backend, route, warp_size)]
-    return {launch.name: launch for launch in launches}
+    launches = [("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared),
+                ("witness_evict", _witness_evict_kernel,
+                 triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK), {"BLOCK": _EVICT_BLOCK}),
+                ("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
+                 {**shared, "EXACT": route.exact})]
+    plan = {name: KernelLaunch(name, kernel, (min(programs, backend.max_grid[0]), 1, 1), _signature(kernel), constexprs,
+                               options) for name, kernel, programs, constexprs in launches
+            # the eviction only where the route relies on an ordering; the interpreter has no cache to push out of
+            if name != "witness_evict" or (route.ordering and not _INTERPRET)}
+    return {**plan, "witness_table": _table_launch("witness_table", backend, route, warp_size)}
 
 
 def witness_findings(values, H):
