@@ -1394,10 +1394,8 @@ def _probe_input(check, bits):
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
-# Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape on the
-# witness's input (a region of 128 tokens x WITNESS_CHANNELS that the host builds: witness_input), into buffers of the
-# witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
-# output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
+# The call's own kernels run at its shape on an input the host built, and a check kernel compares every output byte
+# with the host's expectations (_witness_verdict runs them). PLATFORMS.md, "The witness", holds the account.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
 WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")  # grad_input's, y's; each its int8, its scales
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
@@ -1464,11 +1462,10 @@ def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
 @triton.jit
 def _witness_compared(count, compared, first, got, expected, expected_scale, code, IS_SCALE: tl.constexpr,
                       EXACT: tl.constexpr):
-    """(wrong elements, elements compared, the least code of a wrong one) with a block of an output merged in. An
-    element is wrong where it differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
-    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
-    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps. The elements compared are
-    counted from the block's codes, a count no compiler can fold."""
+    """(wrong elements, elements compared, the least code of a wrong one) with a block of an output merged in, the
+    elements compared counted from its codes (a count no compiler can fold). Wrong: where EXACT, any difference (a scale
+    in its bits, any NaN for a NaN); else (the tolerant rungs) a gross fault in a group of finite expected scale: a
+    scale more than 2**-6 off relatively, an int8 more than two steps (two bf16 steps of the absmax)."""
     if EXACT:
         if IS_SCALE:
             differ = (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
