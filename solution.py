@@ -2238,7 +2238,7 @@ def _stand_in_pairs(device, launches):
 
 def _witness_pairs(device):
     """_stand_in_pairs of the witness's kernels, which specialize on no integer: one set serves every shape but 64-bit
-    ones. None once the witness cannot judge here."""
+    ones; none once the witness cannot judge here."""
     return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
         device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
 
