@@ -1466,12 +1466,11 @@ def _witness_compared(count, compared, first, got, expected, expected_scale, cod
     elements compared counted from its codes (a count no compiler can fold). Wrong: where EXACT, any difference (a scale
     in its bits, any NaN for a NaN); else (the tolerant rungs) a gross fault in a group of finite expected scale: a
     scale more than 2**-6 off relatively, an int8 more than two steps (two bf16 steps of the absmax)."""
-    if EXACT:
-        if IS_SCALE:
-            differ = (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
-                                                                                                  & _is_nan(expected))
-        else:
-            differ = got.to(tl.int32) != expected.to(tl.int32)
+    if EXACT and IS_SCALE:
+        same_nan = _is_nan(got) & _is_nan(expected)
+        differ = (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~same_nan
+    elif EXACT:
+        differ = got.to(tl.int32) != expected.to(tl.int32)
     elif IS_SCALE:
         differ = _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
     else:
