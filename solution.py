@@ -1551,7 +1551,7 @@ _EVICT_BYTES_UNKNOWN_L2 = 2**27
 def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_bytes=None):
     """{name: KernelLaunch} of the witness's launches for an (M, H) call on a route: "witness_input", "witness_evict"
     where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" (a tolerant
-    route's outputs for gross faults, not bytes) and "witness_table" (launch_plan's "sigmoid_table" where it has one)."""
+    route's outputs for gross faults, not bytes) and "witness_table" (launch_plan's "sigmoid_table" if it has one)."""
     backend, route = _backend(backend), _route(route)
     warp_size = warp_size or backend.warp_size
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
@@ -1777,7 +1777,7 @@ def _round_f32_struct(x):
 
 def _arbiter_group(inputs, half, table):
     """(the int8 of a group of d_gate (half 0), d_up (1) or y (2), its scale) from its elements' (gate, up, grad_y),
-    recomputed one element at a time with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
+    recomputed an element at a time with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
     r = _round_f32_struct
     values = []
     for gate, up, gy in inputs:
