@@ -1392,14 +1392,11 @@ def _probe_input(check, bits):
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
-# Before a rung's kernels first write a call's outputs at a shape and specialization, they run at that shape on the
-# witness's input (a region of 128 tokens x WITNESS_CHANNELS that the host builds: witness_input), into buffers of the
-# witness's own laid out as the call's (_same_layout: the same binaries), and _witness_check_kernel compares every
-# output byte with the host's expectations (_witness_expected). PLATFORMS.md, "The witness", holds the account.
+# The call's own kernels run at its shape on an input the host built, and a check kernel compares every output byte
+# with the host's expectations (_witness_verdict runs them). PLATFORMS.md, "The witness", holds the account.
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
-WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")
+WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")  # grad_input's, y's; each its int8, its scales
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
-_FP32_BITS_OF_NAN = tl.constexpr(0x7FC00000)
 _FIRST_NONE = tl.constexpr(2**31 - 1)
 # The proof kernels specialize on no integer: one binary serves every shape and stride.
 _WITNESS_UNSPECIALIZED = ("M", "H", "stride_x", "stride_gy", "stride_gq", "stride_gs", "stride_yq", "stride_ys")
@@ -1437,20 +1434,17 @@ def _witness_input_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_
             source = region_ptr + ((part + 128 - rotate_t) % 128)[:, None] * CHANNELS + c[None, :]
             m = tm * 128 + part[:, None]
             h = th * 128 + local[None, :]
-            x_offs = m * stride_x + h
-            tl.store(x_ptr + x_offs, tl.load(source))
-            tl.store(x_ptr + x_offs + H, tl.load(source + 128 * CHANNELS))
-            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
             poison_q = tl.full([SLICE, 128], -128, tl.int8)
             poison_s = tl.full([SLICE], -1.0, tl.float32)
-            tl.store(grad_q_ptr + m * stride_gq + h, poison_q)
-            tl.store(grad_q_ptr + m * stride_gq + h + H, poison_q)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + th, poison_s)
-            tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + tiles_h + th, poison_s)
+            for half in tl.static_range(2):  # gate and up; grad_input's two halves
+                tl.store(x_ptr + m * stride_x + h + half * H, tl.load(source + half * (128 * CHANNELS)))
+                tl.store(grad_q_ptr + m * stride_gq + h + half * H, poison_q)
+                tl.store(grad_s_ptr + (tm * 128 + part) * stride_gs + half * tiles_h + th, poison_s)
+            tl.store(grad_y_ptr + m * stride_gy + h, tl.load(source + 256 * CHANNELS))
             # y_t's rows are channels: the slice's channels, every token of the tile.
             tl.store(y_q_ptr + (th * 128 + part)[:, None] * stride_yq + (tm * 128 + local)[None, :], poison_q)
             tl.store(y_s_ptr + (th * 128 + part) * stride_ys + tm, poison_s)
-            nan = tl.full([SLICE, 128], _FP32_BITS_OF_NAN, tl.int32).to(tl.float32, bitcast=True)
+            nan = tl.full([SLICE, 128], 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
             tl.store(scratch_ptr + tile * (128 * 128) + part[:, None] * 128 + local[None, :], nan.to(tl.bfloat16))
         tile += tl.num_programs(0)
 
@@ -1464,27 +1458,24 @@ def _witness_evict_kernel(buffer_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _witness_merge(count, compared, first, differ, code):
-    """(wrong elements, elements compared, the least code of a wrong one) with a block's comparison merged in; the
-    elements compared are counted from the block's codes, a count no compiler can fold."""
+def _witness_compared(count, compared, first, got, expected, expected_scale, code, IS_SCALE: tl.constexpr,
+                      EXACT: tl.constexpr):
+    """(wrong elements, elements compared, the least code of a wrong one) with a block of an output merged in, the
+    elements compared counted from its codes (a count no compiler can fold). Wrong: where EXACT, any difference (a scale
+    in its bits, any NaN for a NaN); else (the tolerant rungs) a gross fault in a group of finite expected scale: a
+    scale more than 2**-6 off relatively, an int8 more than two steps (two bf16 steps of the absmax)."""
+    if EXACT and IS_SCALE:
+        same_nan = _is_nan(got) & _is_nan(expected)
+        differ = (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~same_nan
+    elif EXACT:
+        differ = got.to(tl.int32) != expected.to(tl.int32)
+    elif IS_SCALE:
+        differ = _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
+    else:
+        differ = _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
     wrong = tl.sum(tl.sum(tl.where(differ, 1, 0), 1), 0)  # no bool -> int cast: extui, unsigned on Ascend
     least = tl.min(tl.min(tl.where(differ, code, _FIRST_NONE), 1), 0)
     return count + wrong, compared + tl.sum(tl.sum(tl.where(code >= 0, 1, 0), 1), 0), tl.minimum(first, least)
-
-
-@triton.jit
-def _witness_differ(got, expected, expected_scale, IS_SCALE: tl.constexpr, EXACT: tl.constexpr):
-    """Where an output element differs from its expectation: exactly where EXACT (a scale in its bits, any NaN for a
-    NaN); else (the tolerant rungs) where its group's expected scale is finite, a scale by more than 2**-6 relatively,
-    an int8 by more than two steps: two bf16 steps of the absmax, gross faults, not ulps."""
-    if EXACT:
-        if IS_SCALE:
-            return (got.to(tl.int32, bitcast=True) != expected.to(tl.int32, bitcast=True)) & ~(_is_nan(got)
-                                                                                                & _is_nan(expected))
-        return got.to(tl.int32) != expected.to(tl.int32)
-    if IS_SCALE:
-        return _finite(expected_scale) & ~(tl.abs(got - expected) <= 2**-6 * tl.abs(expected))
-    return _finite(expected_scale) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
 
 
 @triton.jit(do_not_specialize=_WITNESS_UNSPECIALIZED + ("stamp",))
@@ -1494,7 +1485,7 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                           INDEX_64: tl.constexpr):
     """Compares every element of each output of WITNESS_OUTPUTS in turn with the region's expectation at its place
     (_witness_tags; the expectations are _witness_expected's lists), a tile a step in SLICE-row slices, and writes each
-    program's record of each (_witness_merge, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
+    program's record of each (_witness_compared, stamped: _stamped_record) at record_ptr + program * 16 + output * 4. An
     element's code is its program's step * 2**15 + half * 2**14 + token * 2**7 + channel, its place in the tile (a
     scale's: its group's first element's; witness_findings decodes it)."""
     tiles_h = H // 128
@@ -1511,38 +1502,34 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
             group, rotate_t, rotate_c = _witness_tags(tm, th, CHANNELS)
             for s in range(128 // SLICE):
                 part = s * SLICE + tl.arange(0, SLICE)
-                if output < 2:  # grad_input: the slice's tokens, each with its two groups (gate half's, up half's)
-                    m = tm * 128 + part
-                    t = (part + 128 - rotate_t) % 128
-                    c = group * 128 + (local + 128 - rotate_c) % 128
-                    for half in tl.static_range(2):
+                for half in tl.static_range(2 if output < 2 else 1):
+                    if output < 2:  # grad_input: the slice's tokens, each with its group of this half's channels
+                        m, t = tm * 128 + part, (part + 128 - rotate_t) % 128
                         expected_s = tl.load(expected_gs_ptr + t * (2 * groups) + half * groups + group)[:, None]
                         code = step * 32768 + half * 16384 + part[:, None] * 128
                         if output == 0:
                             got = tl.load(grad_q_ptr + m[:, None] * stride_gq + (th * 128 + local)[None, :] + half * H)
+                            c = group * 128 + (local + 128 - rotate_c) % 128
                             expected = tl.load(expected_gq_ptr + t[:, None] * (2 * CHANNELS) + half * CHANNELS
                                                + c[None, :])
                             code += local[None, :]
                         else:
                             got = tl.load(grad_s_ptr + m * stride_gs + half * tiles_h + th)[:, None]
-                            expected = expected_s
-                        differ = _witness_differ(got, expected, expected_s, output == 1, EXACT)
-                        count, compared, first = _witness_merge(count, compared, first, differ, code)
-                else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
-                    h = th * 128 + part
-                    c = group * 128 + (part + 128 - rotate_c) % 128
-                    expected_s = tl.load(expected_ys_ptr + c)[:, None]
-                    code = step * 32768 + part[:, None]
-                    if output == 2:
-                        got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
-                        t = (local + 128 - rotate_t) % 128
-                        expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
-                        code += local[None, :] * 128
-                    else:
-                        got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                    else:  # y_t: the slice's channels, each with its group of the tile's 128 tokens
+                        h, c = th * 128 + part, group * 128 + (part + 128 - rotate_c) % 128
+                        expected_s = tl.load(expected_ys_ptr + c)[:, None]
+                        code = step * 32768 + part[:, None]
+                        if output == 2:
+                            got = tl.load(y_q_ptr + h[:, None] * stride_yq + (tm * 128 + local)[None, :])
+                            t = (local + 128 - rotate_t) % 128
+                            expected = tl.load(expected_yq_ptr + c[:, None] * 128 + t[None, :])
+                            code += local[None, :] * 128
+                        else:
+                            got = tl.load(y_s_ptr + h * stride_ys + tm)[:, None]
+                    if output % 2 == 1:  # a scale
                         expected = expected_s
-                    differ = _witness_differ(got, expected, expected_s, output == 3, EXACT)
-                    count, compared, first = _witness_merge(count, compared, first, differ, code)
+                    count, compared, first = _witness_compared(count, compared, first, got, expected, expected_s, code,
+                                                               output % 2 == 1, EXACT)
             tile += tl.num_programs(0)
             step += 1
         _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
@@ -1553,9 +1540,6 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
 # Programs of the input kernel, and of the check kernel (whose records the host reads: 64 bytes a program).
 _WITNESS_MAX_PROGRAMS = 4096
 _WITNESS_CHECK_PROGRAMS = 256
-# Rows a step of the witness's kernels: 8 on a device (larger slices compile to much more code), the whole tile under
-# the interpreter (a slice there is a round of numpy calls).
-_WITNESS_SLICE = 128 if _INTERPRET else 8
 # The eviction's int32 a program; it writes twice the L2 the device tells (one L2's worth can leave lines of a hashed,
 # set-associative cache in place), else twice the largest judge chip's known (the H100's 50 MB), rounded up.
 _EVICT_BLOCK = 4096
@@ -1564,48 +1548,27 @@ _EVICT_BYTES_UNKNOWN_L2 = 2**27
 
 def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_bytes=None):
     """{name: KernelLaunch} of the witness's launches for an (M, H) call on a route: "witness_input", "witness_evict"
-    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" and
-    "witness_table" (the sigmoid table, launch_plan's "sigmoid_table" where the route has one). A tolerant route's
-    outputs are checked for gross faults, not bytes."""
-    backend = _backend(backend)
-    route = _route(route)
+    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" (a tolerant
+    route's outputs for gross faults, not bytes) and "witness_table" (launch_plan's "sigmoid_table" if it has one)."""
+    backend, route = _backend(backend), _route(route)
     warp_size = warp_size or backend.warp_size
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
     options = {"num_warps": max(1, min(128, backend.max_threads) // warp_size), "num_stages": 1,
                "enable_fp_fusion": False}
-    shared = {"CHANNELS": WITNESS_CHANNELS, "SLICE": _WITNESS_SLICE if _INTERPRET else backend.proof_rows or _WITNESS_SLICE,
+    # Rows a step of the input and check kernels: the whole tile under the interpreter (a slice there is a round of
+    # numpy calls); on a device the backend's proof_rows, else 8 (larger slices compile to much more code).
+    shared = {"CHANNELS": WITNESS_CHANNELS, "SLICE": 128 if _INTERPRET else backend.proof_rows or 8,
               "INDEX_64": index_64}
-    launches = [KernelLaunch("witness_input", _witness_input_kernel,
-                             (min(tiles, _WITNESS_MAX_PROGRAMS, backend.max_grid[0]), 1, 1),
-                             _signature(_witness_input_kernel), shared, options)]
-    if route.ordering and not _INTERPRET:  # the interpreter has no cache to push anything out of
-        blocks = triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK)
-        launches.append(KernelLaunch("witness_evict", _witness_evict_kernel, (min(blocks, backend.max_grid[0]), 1, 1),
-                                     _signature(_witness_evict_kernel), {"BLOCK": _EVICT_BLOCK}, options))
-    launches += [KernelLaunch("witness_check", _witness_check_kernel,
-                              (min(tiles, _WITNESS_CHECK_PROGRAMS, backend.max_grid[0]), 1, 1),
-                              _signature(_witness_check_kernel), {**shared, "EXACT": route.exact}, options),
-                 _table_launch("witness_table", backend, route, warp_size)]
-    return {launch.name: launch for launch in launches}
-
-
-def _witness_totals(M, H):
-    """The elements of each output of WITNESS_OUTPUTS."""
-    return (M * 2 * H, M * 2 * H // GROUP_SIZE, H * M, H * M // GROUP_SIZE)
-
-
-def _output_place(output, m, h, half, H):
-    """[row, column] in output of the element at the call's token m, channel h, half (0: gate, 1: up; a scale: of its
-    group, h or m its first element's)."""
-    return {"grad_input_q": (m, half * H + h), "grad_input_s": (m, half * (H // GROUP_SIZE) + h // GROUP_SIZE),
-            "y_q_t": (h, m), "y_s_t": (h, m // GROUP_SIZE)}[output]
-
-
-def _call_place(output, row, col, H):
-    """(token, channel, half) of the call's element at output[row, col]: _output_place's inverse."""
-    groups, half = H // GROUP_SIZE, col // H if output == "grad_input_q" else col // (H // GROUP_SIZE)
-    return {"grad_input_q": (row, col % H, half), "grad_input_s": (row, col % groups * GROUP_SIZE, half),
-            "y_q_t": (col, row, 0), "y_s_t": (col * GROUP_SIZE, row, 0)}[output]
+    launches = [("witness_input", _witness_input_kernel, min(tiles, _WITNESS_MAX_PROGRAMS), shared),
+                ("witness_evict", _witness_evict_kernel,
+                 triton.cdiv(evict_bytes or _EVICT_BYTES_UNKNOWN_L2, 4 * _EVICT_BLOCK), {"BLOCK": _EVICT_BLOCK}),
+                ("witness_check", _witness_check_kernel, min(tiles, _WITNESS_CHECK_PROGRAMS),
+                 {**shared, "EXACT": route.exact})]
+    plan = {name: KernelLaunch(name, kernel, (min(programs, backend.max_grid[0]), 1, 1), _signature(kernel), constexprs,
+                               options) for name, kernel, programs, constexprs in launches
+            # the eviction only where the route relies on an ordering; the interpreter has no cache to push out of
+            if name != "witness_evict" or (route.ordering and not _INTERPRET)}
+    return {**plan, "witness_table": _table_launch("witness_table", backend, route, warp_size)}
 
 
 def witness_findings(values, H):
@@ -1613,53 +1576,30 @@ def witness_findings(values, H):
     check kernel's records (16 int32 a program: 4 an output; _witness_check_kernel says how a place is coded)."""
     programs = len(values) // 16
     findings = []
-    for i, output in enumerate(WITNESS_OUTPUTS):
+    for i in range(len(WITNESS_OUTPUTS)):
         places = []
         for program in range(programs):
             count, _, code, _ = values[16 * program + 4 * i:16 * program + 4 * i + 4]
             if count:
                 tm, th = divmod(program + (code >> 15) * programs, H // GROUP_SIZE)
-                places.append(_output_place(output, tm * 128 + (code >> 7) % 128, th * 128 + code % 128,
-                                            (code >> 14) % 2, H))
+                m, h, half = tm * 128 + (code >> 7) % 128, th * 128 + code % 128, (code >> 14) % 2
+                row, col = (m, half * H + h) if i < 2 else (h, m)
+                places.append((row, col // GROUP_SIZE if i % 2 else col))
         findings.append((sum(values[4 * i::16]), sum(values[4 * i + 1::16]), min(places, default=None)))
     return findings
 
 
-def _region_place(m, h, channels):
-    """The region's (token, channel) that the call's token m, channel h holds (_witness_tags' rotations)."""
-    group, rotate_t, rotate_c = _witness_tags.fn(m // 128, h // 128, channels)
-    return (m - rotate_t) % 128, group * 128 + (h - rotate_c) % 128
-
-
 def witness_source(output, row, col, H, channels=None):
     """(the index of output[row, col]'s expectation in _witness_expected's list of output, the region's (token, channel)
-    of the element, of a scale its group's first element) for an H-wide call: the check kernel's indexing."""
+    and the call's (token, channel, half) of the element) for an H-wide call: the check kernel's indexing, run here. A
+    scale stands for its group's first element, at that element's column divided by GROUP_SIZE."""
     channels = channels or WITNESS_CHANNELS
-    m, h, half = _call_place(output, row, col, H)
-    t, c = _region_place(m, h, channels)
-    groups = channels // GROUP_SIZE
-    return {"grad_input_q": t * 2 * channels + half * channels + c, "grad_input_s": t * 2 * groups + half * groups
-            + c // 128, "y_q_t": c * 128 + t, "y_s_t": c}[output], (t, c)
-
-
-def _witness_members(output, row, col, H):
-    """[(the call's (token, channel), the region's)] of each element of the group holding output[row, col]."""
-    m, h, _ = _call_place(output, row, col, H)
-    places = [(m, h - h % 128 + i) if output.startswith("grad") else (m - m % 128 + i, h) for i in range(GROUP_SIZE)]
-    return [(place, _region_place(*place, WITNESS_CHANNELS)) for place in places]
-
-
-# Each output's scales (a scale's own: itself).
-_SCALES_OF = {"grad_input_q": "grad_input_s", "grad_input_s": "grad_input_s", "y_q_t": "y_s_t", "y_s_t": "y_s_t"}
-
-
-def _witness_passes(got, expected, expected_scale, output, exact):
-    """Whether a value read back is what the witness expects, judged on the host as the check kernel judges it."""
-    if exact:
-        return _same_value(got, expected)
-    if not math.isfinite(expected_scale):
-        return True
-    return abs(got - expected) <= (2**-6 * abs(expected) if output in _SCALES_OF.values() else 2)
+    i = WITNESS_OUTPUTS.index(output)
+    per = GROUP_SIZE if i % 2 else 1
+    m, h, half = (row, col * per % H, col * per // H) if i < 2 else (col * per, row, 0)
+    group, rotate_t, rotate_c = _witness_tags.fn(m // 128, h // 128, channels)
+    t, c = (m - rotate_t) % 128, group * 128 + (h - rotate_c) % 128
+    return (t * 2 * channels + half * channels + c if i < 2 else c * 128 + t) // per, (t, c), (m, h, half)
 
 
 def _same_value(a, b):
@@ -1722,7 +1662,11 @@ def _mix(a, b):
 
 
 def _witness_gate(t, c, channels):
-    """The bf16 bits of the region's gate at token t, channel c (witness_input says what they are)."""
+    """The bf16 bits of the region's gate at token t, channel c: channel k = c * step + t % step (step = 512 / channels)
+    of the full region, in group j = k // 128 at place p = k % 128. The bits are (b << 7) | ((p + 91 b) mod 128), b =
+    (sign << 8) | exponent, and at each p, t -> b is one-to-one: every pattern comes once in the full region. Exponents
+    cycle with 37 (t mod 64 + p), 17 to 208 in groups 0-2, the rest in group 3 (255: +-inf and NaN, at tokens 63 and
+    127); signs mix by _mix: every group of finite gates holds both signs and many binades, as a user's rows do."""
     step = 512 // channels
     k = c * step + t % step
     j, p, u = k >> 7, k & 127, t & 63
@@ -1737,7 +1681,10 @@ def _witness_gate(t, c, channels):
 
 
 def _witness_bits(t, h, finite_only, channels):
-    """The bf16 bits of witness_input(t, h, finite_only, channels)."""
+    """The bf16 bits of witness_input(t, h, finite_only, channels): finite_only (the tolerant rungs, whose reductions
+    drop NaN) makes the NaN and inf gates finite; up's exponent puts |y| near 1, grad_y's the larger of |d_gate| and
+    |d_up| near 2**spread; channel 5's up and token 7's grad_y are +-0, channel 9's up and token 11's grad_y near 2**127
+    where the gate is 4 or more: groups of zeros and groups that overflow to inf."""
     g = _witness_gate(t, h, channels)
     if finite_only and (g & 0x7F80) == 0x7F80:
         g ^= 0x4000
@@ -1762,20 +1709,22 @@ def _witness_bits(t, h, finite_only, channels):
 
 
 def witness_input(t, h, finite_only=False, channels=None):
-    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, as Python floats.
-
-    The region is 128 tokens x `channels` (WITNESS_CHANNELS: on a device 512, one element for every bf16 gate; under the
-    interpreter 128, every fourth). Channel h is channel k = h * step + t % step of the full region (step = 512 /
-    channels), in group j = k // 128 at place p = k % 128. Token t = 64 a + u has the sign a ^ s(h) ^ s'(u) (bits of
-    _mix) and the exponent E_j(37 (u + p) mod n): E_j(i) = 17 + 3 i + j, n = 64 for j < 3; n = 63 and E_3(i) = i below
-    17, i + 192 from there; but where j = 3 and u = 63, exponent 255 and sign a (+-inf, NaN; finite_only, for the
-    tolerant rungs, whose reductions drop NaN, flips a bit to make them finite). The gate's bits are (b << 7) | ((p +
-    91 b) mod 128), b = (sign << 8) | exponent: at each p, t -> b is one-to-one, so every pattern comes once, and every
-    group of finite gates mixes both signs and many binades, as a user's rows do. up's exponent puts |y| near 1,
-    grad_y's the larger of |d_gate| and |d_up| near 2**spread (spread -6 to 7 by group); mantissas and signs from _mix.
-    Channel 5's up and token 7's grad_y are +-0, channel 9's up and token 11's grad_y near 2**127 where the gate is 4
-    or more: groups of zeros and groups that overflow to inf. PLATFORMS.md, "The witness", says why each is there."""
+    """(gate, up, grad_y) of the witness's input at token t, channel h of its region, 128 tokens x `channels`
+    (WITNESS_CHANNELS: on a device 512, every bf16 gate once; under the interpreter 128, every fourth), as Python
+    floats. PLATFORMS.md, "The witness", says what the region holds and why."""
     return tuple(_f32_of_bits([b << 16 for b in _witness_bits(t, h, finite_only, channels or WITNESS_CHANNELS)]))
+
+
+_witness_regions = {}  # (channels, finite_only): the region's bits, made once a process (they depend on no device)
+
+
+def _witness_region(channels, finite_only):
+    """The bf16 bits of the region's gate, up and grad_y planes, 128 x channels each, row-major, one after another: the
+    input kernel's region_ptr."""
+    if (channels, finite_only) not in _witness_regions:
+        planes = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
+        _witness_regions[channels, finite_only] = [b for plane in planes for b in plane]
+    return _witness_regions[channels, finite_only]
 
 
 def _table_entry(gate_bits):
@@ -1796,33 +1745,13 @@ def _quantized_groups(values):
     return [int(q) for q in quotients], scales
 
 
-class _Region(NamedTuple):
-    """The witness's input: planes, the bf16 bits of its gate, up and grad_y planes (128 x channels each, row-major,
-    one after another: the upload); entries, the table's entry of each gate; gate, up, grad_y as floats."""
-    planes: list
-    entries: list
-    gate: list
-    up: list
-    grad_y: list
-
-
-_witness_inputs = {}  # (channels, finite_only): its _Region, made once a process (it depends on no device)
-
-
-def _witness_values(channels, finite_only):
-    if (channels, finite_only) not in _witness_inputs:
-        gate, up, gy = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
-        _witness_inputs[channels, finite_only] = _Region([*gate, *up, *gy], [_table_entry(b) for b in gate], *(
-            _f32_of_bits([b << 16 for b in plane]) for plane in (gate, up, gy)))
-    return _witness_inputs[channels, finite_only]
-
-
 def _witness_expected(channels, finite_only, table):
     """{output: its expected values over the region, a flat list}: grad_input_q 128 rows of 2 * channels int8 (the gate
     half's channels, then the up half's), grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t channels rows of
     128, y_s_t channels scales."""
-    _, entries, gate, up, gy = _witness_values(channels, finite_only)
-    sig = [table[i] for i in entries]
+    bits, n = _witness_region(channels, finite_only), 128 * channels
+    gate, up, gy = (_f32_of_bits([b << 16 for b in bits[i * n:(i + 1) * n]]) for i in range(3))
+    sig = [table[_table_entry(b)] for b in bits[:n]]
     silu = _round_f32([g * s for g, s in zip(gate, sig)])
     y = _round_bf16(_round_f32([a * u for a, u in zip(silu, up)]))
     d_up = _round_bf16(_round_f32([d * a for d, a in zip(gy, silu)]))
@@ -1844,19 +1773,12 @@ def _round_f32_struct(x):
         return math.copysign(math.inf, x)
 
 
-def _arbiter_group(output, index, channels, finite_only, table):
-    """(the int8 of the group holding a region's flat index of output, its scale), recomputed element by element from
-    witness_input with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
+def _arbiter_group(inputs, half, table):
+    """(the int8 of a group of d_gate (half 0), d_up (1) or y (2), its scale) from its elements' (gate, up, grad_y),
+    recomputed an element at a time with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
     r = _round_f32_struct
-    if output.startswith("grad"):
-        t, col = divmod(index, 2 * channels if output == "grad_input_q" else 2 * channels // GROUP_SIZE)
-        half, g = divmod(col // GROUP_SIZE if output == "grad_input_q" else col, channels // GROUP_SIZE)
-        places = [(t, g * GROUP_SIZE + p) for p in range(GROUP_SIZE)]
-    else:
-        half, places = 2, [(t, index // 128 if output == "y_q_t" else index) for t in range(128)]
     values = []
-    for t, h in places:
-        gate, up, gy = witness_input(t, h, finite_only, channels)
+    for gate, up, gy in inputs:
         sig = table[_table_entry(struct.unpack("<I", struct.pack("<f", gate))[0] >> 16)]
         silu = r(gate * sig)
         v = (r(silu * up) if half == 2 else r(gy * silu) if half == 1  # y, d_up; d_gate:
@@ -1879,11 +1801,9 @@ def _table_fault(table, loose=False):
     its witness unseen."""
     gates = _f32_of_bits([((i % 2) << 31) | ((_LUT_LO + i // 2) << 16) for i in range(len(table))])
     for gate, got in zip(gates, table):
-        if gate < -80:
-            continue
         true = 1.0 / (1.0 + math.exp(-gate))
         bound = true * 2.0**-10 if loose else 4 * 2.0 ** (math.frexp(true)[1] - 24)
-        if not abs(got - true) <= bound:
+        if gate >= -80 and not abs(got - true) <= bound:
             return f"its table holds sigmoid({gate!r}) = {got!r}, where the sigmoid is {true!r}"
     return None
 
@@ -2320,31 +2240,26 @@ def _stand_in_pairs(device, launches):
 
 
 def _witness_pairs(device):
-    """_stand_in_pairs of the witness's kernels: the same for every shape but 64-bit ones (they specialize on no
-    integer); none once the witness cannot judge here."""
-    if "witness" in device.cannot_judge:
-        return []
-    return _stand_in_pairs(device, witness_plan(device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route,
-                                                warp_size=device.warp_size).values())
+    """_stand_in_pairs of the witness's kernels, which specialize on no integer: one set serves every shape but 64-bit
+    ones; none once the witness cannot judge here."""
+    return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
+        device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
 
 
 def _witness_host_work(device, pairs, wait_for):
-    """The witness's host work, done while the children compile pairs: its inputs; and once the table's child has
+    """The witness's host work, done while the children compile pairs: its input; and once the table's child has
     compiled it (wait_for: None where no child compiles), the table compiled here from the cache, filled, read back,
     and the expectations computed from it. What fails here is met again after the children, where it says why."""
     finite_only = not ROUTE_TABLE[device.route].exact
-    table = [i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")]
-    try:
-        _witness_values(WITNESS_CHANNELS, finite_only)
-        if wait_for is None or not table or device.table_values or wait_for(table[0]) != "compiled":
+    table = next((i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")), None)
+    with contextlib.suppress(Exception):
+        _witness_region(WITNESS_CHANNELS, finite_only)
+        if wait_for is None or table is None or device.table_values or wait_for(table) != "compiled":
             return
-        launch = pairs[table[0]][0]
-        _compile(launch, (device.table,))
-        _fill_table(device, launch)
-        if device.table_values and "witness" not in device.cannot_judge:
+        _compile(pairs[table][0], (device.table,))
+        _fill_table(device, pairs[table][0])
+        if "witness" not in device.cannot_judge:
             _witness_expectations(device, finite_only)
-    except Exception:  # met again after the children, where it says why
-        return
 
 
 def _fill_table(device, launch):
@@ -2433,16 +2348,14 @@ def _compile_proofs(device, pairs):
 
 
 def _witness_expectations(device, finite_only):
-    """(the expectations as lists (_witness_expected), and on the device as the check kernel's arguments, with the
-    region as the input kernel's), computed and uploaded once a device from its table."""
+    """(the expectations as lists (_witness_expected); on the device, by argument name, the check kernel's
+    expectations and the input kernel's region), computed and uploaded once a device from its table."""
     if finite_only not in device.expectations:
         lists = _witness_expected(WITNESS_CHANNELS, finite_only, device.table_values)
-        on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.int8 if short.endswith("q") else
-                                                           torch.float32)
-                     for short, output in zip(("gq", "gs", "yq", "ys"), WITNESS_OUTPUTS)}
-        planes = _witness_values(WITNESS_CHANNELS, finite_only).planes
-        on_device["region_ptr"] = torch.tensor([b - ((b >> 15) << 16) for b in planes], dtype=torch.int16).view(
-            torch.bfloat16)
+        on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.float32 if i % 2 else torch.int8)
+                     for i, (short, output) in enumerate(zip(("gq", "gs", "yq", "ys"), WITNESS_OUTPUTS))}
+        region = [b - ((b >> 15) << 16) for b in _witness_region(WITNESS_CHANNELS, finite_only)]  # as int16
+        on_device["region_ptr"] = torch.tensor(region, dtype=torch.int16).view(torch.bfloat16)
         device.expectations[finite_only] = lists, {name: t.to(device.table.device) for name, t in on_device.items()}
     return device.expectations[finite_only]
 
@@ -2451,8 +2364,8 @@ def _witness_verdict(device, key, found, args):
     """Runs a call's kernels (found) at its shape on the witness's input, into buffers of the witness's own laid out as
     the call's arguments (host data reaches none of the call's), and compares every output byte with the
     expectations; _WITNESS_RUNS times where the rung relies on an ordering, each run's input pushed out of L2 first:
-    runs that differ are a race. A difference that the input written again, or the arbiter, lays at the witness's own
-    door costs no rung."""
+    runs that differ are a race. A difference costs no rung where the host, judging the element again, the input
+    written again or the arbiter lays it at the witness's own door."""
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
@@ -2489,57 +2402,56 @@ def _witness_verdict(device, key, found, args):
         if unwritten:
             return Verdict(unjudged=unwritten)
         runs.append(witness_findings(values, H))
-    if any(run != runs[0] for run in runs[1:]):
-        counts = "; ".join(f"run {i + 1}: " + ", ".join(f"{o} {f[0]}" for o, f in zip(WITNESS_OUTPUTS, run))
-                           for i, run in enumerate(runs))
+    if any(later != runs[0] for later in runs[1:]):
+        counts = "; ".join(f"run {n + 1}: " + ", ".join(f"{o} {f[0]}" for o, f in zip(WITNESS_OUTPUTS, findings))
+                           for n, findings in enumerate(runs))
         return Verdict(leave=f"its witness's {len(runs)} runs found different wrong elements ({counts}; a race)",
                        mechanism=route.ordering)
-    for output, (_, compared, _), total in zip(WITNESS_OUTPUTS, runs[0], _witness_totals(M, H)):
-        if compared != total:
-            return Verdict(unjudged=f"its check kernel compared {compared} of the {total} elements of {output}")
-    wrong = [(output, finding) for output, finding in zip(WITNESS_OUTPUTS, runs[0]) if finding[0]]
+    for output, (_, compared, _), out in zip(WITNESS_OUTPUTS, runs[0], own[2:6]):
+        if compared != out.numel():
+            return Verdict(unjudged=f"its check kernel compared {compared} of the {out.numel()} elements of {output}")
+    wrong = [i for i, (count, _, _) in enumerate(runs[0]) if count]
     if not wrong:
         return Verdict()
-    output, (count, _, (row, col)) = wrong[0]
-    index, _ = witness_source(output, row, col, H)
-    want = expected[output][index]
-    got = own[2 + WITNESS_OUTPUTS.index(output)][row, col].item()
-    scale = expected[_SCALES_OF[output]][index if output in _SCALES_OF.values() else index // GROUP_SIZE]
-    # The check's verdict is the device's; the host judges that element again.
-    if _witness_passes(got, want, scale, output, route.exact):
+    i = wrong[0]  # in WITNESS_OUTPUTS: grad_input's, then y's; each one's int8, then its scales
+    output, in_grad, is_scale = WITNESS_OUTPUTS[i], i < 2, i % 2 == 1
+    count, _, (row, col) = runs[0][i]
+    index, _, (m, h, half) = witness_source(output, row, col, H)
+    want, got = expected[output][index], own[2 + i][row, col].item()
+    scale = expected[WITNESS_OUTPUTS[i | 1]][index if is_scale else index // GROUP_SIZE]
+    # The check's verdict is the device's; the host judges that element again, by the check kernel's rule.
+    if (_same_value(got, want) if route.exact
+            else not math.isfinite(scale) or abs(got - want) <= (2**-6 * abs(want) if is_scale else 2)):
         return Verdict(unjudged=f"its check kernel found {output}[{row}, {col}] wrong, but it holds {_shown(got)}, "
                                 f"as the host expects")
-    # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the group read back.
+    # The input written again into buffers of its own (a rung that wrote into x cannot blame it), the element's group
+    # (its row's channels in grad_input, its channel's tokens in y) read back.
     fresh = {"x_ptr": _same_layout(args[0]), "grad_y_ptr": _same_layout(args[1])}
     run(plan["witness_input"], **fresh)
-    members = _witness_members(output, row, col, H)
-    (t0, h0), (t1, h1) = members[0][0], members[-1][0]
-    read = [part[t0:t1 + 1, h0:h1 + 1].cpu().flatten().tolist()
+    member = h % GROUP_SIZE if in_grad else m % GROUP_SIZE  # the element's place in its group
+    m, h = (m, h - member) if in_grad else (m - member, h)
+    rows, cols = (1, GROUP_SIZE) if in_grad else (GROUP_SIZE, 1)
+    read = [part[m:m + rows, h:h + cols].cpu().flatten().tolist()
             for part in (fresh["x_ptr"][:, :H], fresh["x_ptr"][:, H:], fresh["grad_y_ptr"])]
-    for (place, source), written in zip(members, zip(*read)):
-        if not all(map(_same_value, written, witness_input(*source, finite_only))):
+    inputs = []
+    for place, written in zip(itertools.product(range(m, m + rows), range(h, h + cols)), zip(*read)):
+        inputs.append(witness_input(*witness_source("grad_input_q", *place, H)[1], finite_only))
+        if not all(map(_same_value, written, inputs[-1])):
             return Verdict(unjudged=f"its input kernel wrote (gate, up, grad_y) {written} at {list(place)} where the "
-                                    f"host expects {witness_input(*source, finite_only)}")
-    q, arbiter_scale = _arbiter_group(output, index, WITNESS_CHANNELS, finite_only, device.table_values)
-    arbiter = arbiter_scale if output in _SCALES_OF.values() else q[index % GROUP_SIZE]
+                                    f"host expects {inputs[-1]}")
+    q, arbiter_scale = _arbiter_group(inputs, half if in_grad else 2, device.table_values)
+    arbiter = arbiter_scale if is_scale else q[member]
     if not _same_value(arbiter, want):
         return Verdict(unjudged=f"its expectation of {output}[{row}, {col}] is {_shown(want)}, where its arbiter "
                                 f"computes {_shown(arbiter)}")
-    others = ", ".join(f"{o} {f[0]}" for o, f in wrong[1:])
-    return Verdict(leave=f"its witness found {count} wrong elements in {output} on real values, written by its "
-                         f"{_writer(found, output)}, first found at [{row}, {col}]: got {_shown(got)}, expected "
-                         f"{_shown(want)}" + (f" (and wrong elements in {others})" if others else ""))
-
-
-def _writer(found, output):
-    """The launch of a call's that writes output: "main kernel", "grad kernel", "y kernel"; "grad and y kernels" for y
-    on a route that keeps y between them (the grad kernel computes it, the y kernel quantizes it)."""
+    # The launch that wrote output: a two-pass route's y kernel quantizes y, or the y its grad kernel kept.
     launches = {launch.name: launch for launch, *_ in found}
-    if "grad" not in launches:
-        return "main kernel"
-    if output.startswith("grad"):
-        return "grad kernel"
-    return "grad and y kernels" if launches["y"].kernel is _y_kept_kernel else "y kernel"
+    writer = ("main kernel" if "grad" not in launches else "grad kernel" if in_grad
+              else "grad and y kernels" if launches["y"].kernel is _y_kept_kernel else "y kernel")
+    others = ", ".join(f"{WITNESS_OUTPUTS[j]} {runs[0][j][0]}" for j in wrong[1:])
+    return Verdict(leave=f"its witness found {count} wrong elements in {output} on real values, written by its "
+                         f"{writer}, first found at [{row}, {col}]: got {_shown(got)}, expected "
+                         f"{_shown(want)}" + (f" (and wrong elements in {others})" if others else ""))
 
 
 _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}

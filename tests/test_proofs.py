@@ -84,7 +84,7 @@ def _witness_buffers(M, H, route="generic_per_element", channels=None):
     out = harness.new_outputs(M, H)
     scratch = torch.zeros(M * H, dtype=torch.bfloat16)
     channels = channels or solution.WITNESS_CHANNELS
-    planes = solution._witness_values(channels, route == "tolerant").planes
+    planes = solution._witness_region(channels, route == "tolerant")
     region = torch.tensor([b - ((b >> 15) << 16) for b in planes], dtype=torch.int16).view(torch.bfloat16)
     make = solution.witness_plan("interpreter", M, H, route=route)["witness_input"]
     make.kernel[make.grid](x, gy, *out, scratch, region, M, H, x.stride(0), gy.stride(0), *(o.stride(0) for o in out),
@@ -434,12 +434,15 @@ def test_the_arbiter_agrees_with_the_expectations_on_every_group():
     channels = solution.WITNESS_CHANNELS
     for finite_only in (False, True):
         expected = solution._witness_expected(channels, finite_only, table)
-        for output, per in (("grad_input_q", 128), ("y_q_t", 128)):
-            for index in range(0, len(expected[output]), per):
-                q, scale = solution._arbiter_group(output, index, channels, finite_only, table)
-                scales = "grad_input_s" if output == "grad_input_q" else "y_s_t"
-                assert q == expected[output][index:index + per], (output, index)
-                assert solution._same_value(scale, expected[scales][index // per]), (output, index)
+        for output, scales in (("grad_input_q", "grad_input_s"), ("y_q_t", "y_s_t")):
+            for index in range(0, len(expected[output]), 128):  # each group's first element: its places in the region
+                t, half, c = index // (2 * channels), index // channels % 2, index % channels
+                places, half = ([(t, c + i) for i in range(128)], half) if scales == "grad_input_s" else (
+                    [(i, index // 128) for i in range(128)], 2)
+                inputs = [solution.witness_input(*place, finite_only, channels) for place in places]
+                q, scale = solution._arbiter_group(inputs, half, table)
+                assert q == expected[output][index:index + 128], (output, index)
+                assert solution._same_value(scale, expected[scales][index // 128]), (output, index)
 
 
 @pytest.mark.parametrize("finite_only", [False, True])
@@ -489,7 +492,7 @@ def test_the_check_kernel_finds_and_places_a_wrong_element_in_every_output_in_an
                                  **{**check.constexprs, "SLICE": rows}, **check.options)
         return solution.witness_findings(record.tolist(), H)
 
-    totals = solution._witness_totals(M, H)
+    totals = [o.numel() for o in good]
     assert [f[:2] for f in findings(good)] == [(0, total) for total in totals]
     places = ({"grad_input_q": (37, 300), "grad_input_s": (101, 3), "y_q_t": (77, 21), "y_s_t": (250, 0)}
               if programs is None else
