@@ -302,7 +302,8 @@ class ComputeWatch(TorchDispatchMode):
     too; a marked tensor is held until the call ends, so that its memory is not handed out again and taken for it.
     A launch handed host data that takes an output has the output's bytes compared before and after it.
 
-    What it cannot see: memory reached through ctypes or from another argument's pointer; torch._C.TensorBase's methods called directly or a watched method or constructor
+    What it cannot see: memory reached through ctypes or from another argument's pointer; what a launch writes where an
+    integer argument points, but into an output; torch._C.TensorBase's methods called directly or a watched method or constructor
     bound before the call; a compiled kernel's run called with no Triton launcher in between; torch.save; a kernel's
     device_print; under the interpreter, Python run inside a kernel's body. A solution that goes to such lengths
     cheats on purpose; triton_only fails one that computes its outputs on the host and moves them in by ordinary
@@ -406,16 +407,20 @@ class ComputeWatch(TorchDispatchMode):
                     changed = _bytes_changed(t, bytes_before)
                     if changed:
                         self.problem(f"{kernel}, handed {host}, changed {changed} bytes of {name}")
+        # An integer is marked by the output it points into, or not at all: most are sizes and strides, not memory.
+        markable = [(a if not isinstance(a, int) else next((t for _, t, held in self.outputs if _overlap(held, f)),
+                                                          None), f) for a, f in zip(arguments, footprints)]
         if host is not None:
-            for argument, footprint in zip(arguments, footprints):
-                if self._output_at(footprint) is None:
+            for argument, footprint in markable:
+                if argument is not None and self._output_at(footprint) is None:
                     self.from_host.add(argument, host)
         origin = next((label for label in map(self.from_inputs.find, footprints) if label), None)
         if origin is not None:
-            for argument, footprint in zip(arguments, footprints):
+            for argument, footprint in markable:
                 output = self._output_at(footprint)
-                self.from_inputs.add(argument, f"{output} (which {kernel} took with {origin})" if output else
-                                     f"a tensor that {kernel} took with {origin}")
+                if argument is not None:
+                    self.from_inputs.add(argument, f"{output} (which {kernel} took with {origin})" if output else
+                                         f"a tensor that {kernel} took with {origin}")
 
     def finish(self):
         """After the call: an output whose memory was replaced (out.data = ...) holds what no launch was handed."""
