@@ -800,10 +800,11 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
-    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools."""
+    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools; an entry
+    says only where it differs from the IEEE per-element fused rung."""
     name: str
-    native_math: bool  # the backend's own conversions, fma and division (proven by the probe), else IEEE arithmetic
-    sigmoid_table: bool  # the sigmoid gathered from the table (tl.gather, Triton 3.4+), else computed per element
+    native_math: bool = False  # the backend's conversions, fma and division (proven by the probe), else IEEE arithmetic
+    sigmoid_table: bool = False  # the sigmoid gathered from the table (tl.gather, Triton 3.4+), else per element
     two_pass: bool = False  # grad_input, then y in a second launch; else the fused kernel
     transpose_in_registers: bool = False  # the y kernel loads rows and transposes y in registers, else loads columns
     keep_y: bool = False  # the grad kernel keeps y (bf16) in the scratch, for the y kernel to quantize
@@ -839,23 +840,19 @@ _ASCEND = {"two_pass": True, "libdevice": False, "npu_division": True, "column_g
 # Each ladder's order: PLATFORMS.md, "Routes"; each rung's settings its fastest (PERF_NOTES.md).
 ROUTE_TABLE = {r.name: r for r in (
     Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, **_FUSED),
-    Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, **_FUSED),
+    Route("nvidia_per_element", native_math=True, ptx=True, **_FUSED),
     Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32, **_FUSED),
-    Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, many_tiles=(256, 16), **_FUSED),
-    Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512, **_FUSED),
-    Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, keep_y=True, threads=128,
-          chunk=16, y_chunk=32),
+    Route("native_per_element", native_math=True, threads=512, many_tiles=(256, 16), **_FUSED),
+    Route("generic_per_element", threads=512, **_FUSED),
+    Route("native_two_pass", native_math=True, two_pass=True, keep_y=True, threads=128, chunk=16, y_chunk=32),
     # The last exact rung: no slot, gather, inline asm, vendor option or barrier.
-    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, keep_y=True, threads=128, chunk=8,
-          y_chunk=16),
+    Route("plain", two_pass=True, keep_y=True, threads=128, chunk=8, y_chunk=16),
     # Ascend's compiler splits tl.fma: no native arithmetic can be proven there.
-    Route("ascend_transposed", native_math=False, sigmoid_table=False, transpose_in_registers=True,
-          y_chunk=16, **_ASCEND),
-    Route("ascend_columns", native_math=False, sigmoid_table=False, y_chunk=4, **_ASCEND),
+    Route("ascend_transposed", transpose_in_registers=True, y_chunk=16, **_ASCEND),
+    Route("ascend_columns", y_chunk=4, **_ASCEND),
     # Not byte-exact: the reference's operations as written, as the entries that pass the judge on six chips.
-    Route("tolerant", native_math=False, sigmoid_table=False, two_pass=True, libdevice=False, npu_division=True,
-          exact=False, y_chunk=32),
-    Route("tolerant_npu", native_math=False, sigmoid_table=False, exact=False, y_chunk=4, **_ASCEND),
+    Route("tolerant", two_pass=True, libdevice=False, npu_division=True, exact=False, y_chunk=32),
+    Route("tolerant_npu", exact=False, y_chunk=4, **_ASCEND),
 )}
 ROUTES = tuple(ROUTE_TABLE)
 ROUTE_ENV = "SILU_DOT_ROUTE"
@@ -865,15 +862,6 @@ _PORTABLE_LADDER = ("native", "native_per_element", "generic_per_element", "nati
 def route_available(route):
     """Whether this Triton can have the route at all: a table route needs a tl.gather that compiles."""
     return _SIGMOID_TABLE or not ROUTE_TABLE[route].sigmoid_table
-
-
-def _route(route):
-    """The Route record of a route name (or record); a ValueError for a name that is none."""
-    if isinstance(route, Route):
-        return route
-    if route not in ROUTE_TABLE:
-        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
-    return ROUTE_TABLE[route]
 
 
 class Backend(NamedTuple):
@@ -937,6 +925,15 @@ def _backend(backend):
     return BACKENDS[backend] if isinstance(backend, str) else backend
 
 
+def _route(route):
+    """The Route record of a route name (or record); a ValueError for a name that is none."""
+    if isinstance(route, Route):
+        return route
+    if route not in ROUTE_TABLE:
+        raise ValueError(f"unknown route {route!r}; expected one of {ROUTES}")
+    return ROUTE_TABLE[route]
+
+
 class LaunchSettings(NamedTuple):
     """How the main kernels are launched (Route's words); programs: a persistent route's (None: one a tile)."""
     num_warps: int
@@ -967,16 +964,15 @@ _PREFETCH_FROM = (3, 6)
 
 def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
     """The main kernels' settings (no autotuning: it costs judge time); resident: the programs an SM holds, where known.
-
     The ptx rungs where the backend takes maxnreg: 8 warps at 80 registers (three programs an SM), or 16 at 64 where
-    the grid needs as many rounds of two programs an SM as of three (theirs end sooner). Else the route's settings
-    within the backend's; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's
-    advice)."""
+    the grid needs as many rounds of two programs an SM as of three (theirs end sooner). Else the route's within the
+    backend's caps; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
     if route.ptx and "maxnreg" in backend.options:
-        if sm_count and tiles > 3 * sm_count and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count):
+        if (sm_count and tiles > 3 * sm_count
+                and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
     threads, chunk = route.threads, route.chunk
@@ -1035,9 +1031,8 @@ _WITNESS_RUNS = 1 if _INTERPRET else 12
 
 
 def _table_launch(name, backend, route, warp_size):
-    """The launch that fills the sigmoid table: "sigmoid_table" where the route's kernels read it (launch_plan), the
-    witness's "witness_table" where they do not (witness_plan: then a table that does not compile costs the witness,
-    not the rung)."""
+    """The launch that fills the sigmoid table: launch_plan's "sigmoid_table" where the route's kernels read it, else
+    witness_plan's "witness_table" (then a table that does not compile costs the witness, not the rung)."""
     return KernelLaunch(
         name, _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
         {"BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": _route_constexprs(route, None)["NO_LIBDEVICE"],
@@ -1201,12 +1196,11 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
     """The probe: each native helper of a route beside its IEEE twin, check by check (PROBE_CHECKS), on inputs that
-    cover every class on which the two could differ (each check's comment says why). IEEE picks the native side: each
-    feature native, or IEEE where an earlier probe on this device found it wrong (then its check compares the IEEE
-    form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads the table: its check proves that
-    read against the computed IEEE sigmoid); the IEEE side is always the twin. Each program of ROWS x 128 inputs k
-    (row-major) writes its record: its count of differences, then at its first differing k the input's bits (for
-    _probe_verdict) and the native and IEEE results' bits."""
+    cover every class on which the two could differ (each check's comment says why). IEEE picks the native side's
+    forms: native, or IEEE for the features an earlier probe here found wrong (their checks then compare the IEEE form
+    with itself, but the sigmoid's, whose IEEE form reads the table: its check proves that read). Each program of
+    ROWS x 128 inputs k (row-major) writes its record: its count of differences, then at its first differing k the
+    input's bits (for _probe_verdict) and the native and IEEE results' bits."""
     program = tl.program_id(0)
     first = 0  # the check's first program
     for check in tl.static_range(5):
@@ -1221,10 +1215,9 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                 # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
                 differ, inputs = _differ(native, ieee) & (gate == gate), k
             elif check == 1:
-                # fp32 -> bf16: every high half (NaN, inf, zeros, subnormals among them), and the low half only through
-                # its rounding class: at and above the halfway point 0x8000, with and without a carry into the high
-                # half, and where the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001,
-                # 0xFFFF and two hashed ones.
+                # fp32 -> bf16: every high half (NaN, inf, zeros and subnormals among them) with a low half of each
+                # rounding class: 0, 1, 0x7FFF, 0x8000 (a tie, broken by the high half's last bit), 0x8001, 0xFFFF (a
+                # carry into the high half) and two hashed ones.
                 j = k & 7
                 low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
                     j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
@@ -1232,10 +1225,9 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                 native, ieee = bf16_round(v, IEEE), bf16_round(v, IEEE=IEEE_ALL)
                 differ, inputs = _differ(native, ieee), _bits(v)
             elif check == 2:
-                # The quantizer: every bf16 v; the scale is absmax * fp32(1/127) for a bf16 absmax: every fp32 exponent
-                # (zero and subnormal absmax, the 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others.
-                # Markstein's correction fails where an fma rounds twice or a conversion truncates otherwise; int8 of
-                # NaN must be 0.
+                # The quantizer: every bf16 v against bf16 absmax values of every fp32 exponent (zero, subnormal, the
+                # 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others: Markstein's correction fails
+                # where an fma rounds twice or a conversion truncates otherwise, and int8 of NaN must be 0.
                 a = k >> 16
                 j = a % ABSMAX_PER_EXPONENT
                 mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
@@ -1262,10 +1254,9 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
                 native = tl.fma(a, b, -p)
                 differ, inputs = _differ(native, ieee), ((j - 4096) << 12) | (i - 4096)
             else:
-                # The pipeline: the per-element formulas, rounding, group max, scale and quantizer as the main kernel
-                # runs them on rows of 128 triples, compiled with its options (a compiler that contracts or reorders
-                # inside a bigger kernel shows here): every bf16 gate with random up and grad_y, then random gates;
-                # one sigmoid for both sides.
+                # The pipeline as the main kernel runs it, on rows of 128 triples with its options (a compiler that
+                # contracts or reorders inside a bigger kernel shows here): every bf16 gate with random up and grad_y,
+                # then random gates; one sigmoid for both sides.
                 g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
                 g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
                 gate = _float(g << 16)
@@ -1336,8 +1327,8 @@ def _turnable(route):
 
 
 def _explained_checks(ieee):
-    """The probe checks whose differences the features `ieee` in their IEEE form leave unused: fma's once the division
-    (its one user whose result depends on its rounding) is IEEE."""
+    """The probe checks whose differences the features `ieee` leave unused: fma's once the division (its one user whose
+    result depends on its rounding) is IEEE."""
     return {"fma"} if "division" in ieee else set()
 
 
