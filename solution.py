@@ -798,40 +798,28 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
-    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools.
-
-    native_math: the backend's own conversions, fma and division, else IEEE arithmetic. sigmoid_table: the sigmoid
-    gathered from the table (tl.gather, Triton 3.4+), else per element. two_pass: grad_input, then y in a second launch;
-    else the fused kernel. transpose_in_registers: the y kernel loads rows and transposes y in registers, else loads
-    columns. keep_y: the grad kernel stores y (bf16) in the scratch, for the y kernel to quantize. ptx: the PTX pieces
-    where the arch has them. libdevice: libdevice's exp, else tl.exp (Ascend's is a stub). npu_division: divides with /
-    (the reference's own vector divide on Ascend), else div_rn. column_gather: column loads through offsets no compiler
-    sees as affine, as triton-ascend then gathers a compact tile (a strided copy outgrows its unified buffer:
-    PERF_NOTES.md, eleventh round). exact: the reference's bytes, else its tolerance (the tolerant rungs). persistent:
-    as many programs as the device holds at once, else one a tile. ordering: a key of ORDERINGS, the ordering of
-    memory operations its kernels rely on, proven before its first output. register_capped: the nvidia settings where
-    the backend takes maxnreg. threads a program, chunk tokens a slice (a grad tile), y_chunk channels a row of y (a y
-    tile); scale_groups: the most groups whose scales a two-pass program stores at once (a power of two); many_tiles:
-    (threads, chunk) past MANY_TILES_PER_SM tiles an SM."""
+    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools; an entry
+    says only where it differs from the IEEE per-element fused rung."""
     name: str
-    native_math: bool
-    sigmoid_table: bool
-    two_pass: bool = False
-    transpose_in_registers: bool = False
-    keep_y: bool = False
-    ptx: bool = False
-    libdevice: bool = True
-    npu_division: bool = False
+    native_math: bool = False  # the backend's conversions, fma and division (proven by the probe), else IEEE arithmetic
+    sigmoid_table: bool = False  # the sigmoid gathered from the table (tl.gather, Triton 3.4+), else per element
+    two_pass: bool = False  # grad_input, then y in a second launch; else the fused kernel
+    transpose_in_registers: bool = False  # the y kernel loads rows and transposes y in registers, else loads columns
+    keep_y: bool = False  # the grad kernel keeps y (bf16) in the scratch, for the y kernel to quantize
+    ptx: bool = False  # the PTX pieces where the arch has them, and the register cap where the backend takes it
+    libdevice: bool = True  # libdevice's exp, else tl.exp (Ascend's libdevice is a stub)
+    npu_division: bool = False  # divides with / (the reference's own vector divide on Ascend), else div_rn
+    # Column loads through offsets no compiler sees as affine, as triton-ascend then gathers a compact tile (a strided
+    # copy outgrows its unified buffer: PERF_NOTES.md, eleventh round).
     column_gather: bool = False
-    exact: bool = True
-    persistent: bool = False
-    ordering: Optional[str] = None
-    register_capped: bool = False
-    chunk: int = 32
-    threads: int = 256
-    y_chunk: int = 64
-    scale_groups: int = 1
-    many_tiles: Optional[tuple] = None
+    exact: bool = True  # the reference's bytes, else its tolerance (the tolerant rungs)
+    persistent: bool = False  # as many programs as the device holds at once, else one a tile
+    ordering: Optional[str] = None  # a key of ORDERINGS: what its kernels rely on, proven before its first output
+    chunk: int = 32  # tokens a slice (a grad tile)
+    threads: int = 256  # threads a program
+    y_chunk: int = 64  # channels a row of y (a y tile)
+    scale_groups: int = 1  # the most groups whose scales a two-pass program stores at once (a power of two)
+    many_tiles: Optional[tuple] = None  # (threads, chunk) past MANY_TILES_PER_SM tiles an SM
 
     @property
     def probed(self):
@@ -849,24 +837,20 @@ _ASCEND = {"two_pass": True, "libdevice": False, "npu_division": True, "column_g
            "chunk": 8, "scale_groups": 8}
 # Each ladder's order: PLATFORMS.md, "Routes"; each rung's settings its fastest (PERF_NOTES.md).
 ROUTE_TABLE = {r.name: r for r in (
-    Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, register_capped=True, **_FUSED),
-    Route("nvidia_per_element", native_math=True, sigmoid_table=False, ptx=True, register_capped=True, **_FUSED),
+    Route("nvidia", native_math=True, sigmoid_table=True, ptx=True, **_FUSED),
+    Route("nvidia_per_element", native_math=True, ptx=True, **_FUSED),
     Route("native", native_math=True, sigmoid_table=True, persistent=True, y_chunk=32, **_FUSED),
-    Route("native_per_element", native_math=True, sigmoid_table=False, threads=512, many_tiles=(256, 16), **_FUSED),
-    Route("generic_per_element", native_math=False, sigmoid_table=False, threads=512, **_FUSED),
-    Route("native_two_pass", native_math=True, sigmoid_table=False, two_pass=True, keep_y=True, threads=128,
-          chunk=16, y_chunk=32),
+    Route("native_per_element", native_math=True, threads=512, many_tiles=(256, 16), **_FUSED),
+    Route("generic_per_element", threads=512, **_FUSED),
+    Route("native_two_pass", native_math=True, two_pass=True, keep_y=True, threads=128, chunk=16, y_chunk=32),
     # The last exact rung: no slot, gather, inline asm, vendor option or barrier.
-    Route("plain", native_math=False, sigmoid_table=False, two_pass=True, keep_y=True, threads=128, chunk=8,
-          y_chunk=16),
+    Route("plain", two_pass=True, keep_y=True, threads=128, chunk=8, y_chunk=16),
     # Ascend's compiler splits tl.fma: no native arithmetic can be proven there.
-    Route("ascend_transposed", native_math=False, sigmoid_table=False, transpose_in_registers=True,
-          y_chunk=16, **_ASCEND),
-    Route("ascend_columns", native_math=False, sigmoid_table=False, y_chunk=4, **_ASCEND),
+    Route("ascend_transposed", transpose_in_registers=True, y_chunk=16, **_ASCEND),
+    Route("ascend_columns", y_chunk=4, **_ASCEND),
     # Not byte-exact: the reference's operations as written, as the entries that pass the judge on six chips.
-    Route("tolerant", native_math=False, sigmoid_table=False, two_pass=True, libdevice=False, npu_division=True,
-          exact=False, y_chunk=32),
-    Route("tolerant_npu", native_math=False, sigmoid_table=False, exact=False, y_chunk=4, **_ASCEND),
+    Route("tolerant", two_pass=True, libdevice=False, npu_division=True, exact=False, y_chunk=32),
+    Route("tolerant_npu", exact=False, y_chunk=4, **_ASCEND),
 )}
 ROUTES = tuple(ROUTE_TABLE)
 ROUTE_ENV = "SILU_DOT_ROUTE"
@@ -879,27 +863,23 @@ def route_available(route):
 
 
 class Backend(NamedTuple):
-    """One backend; PLATFORMS.md gives the source of each fact. device_type, targets, name_pattern: how it is
-    recognised (None, (), "": any). routes: its ladder, in the order tried. warp_size: where the driver reports none.
-    max_threads: the most threads a program. warps: where set, every program's whatever their width; max_chunk,
-    max_y_chunk: caps on a route's slices and y rows. options: the compile options it takes beyond num_warps,
-    num_stages and enable_fp_fusion. max_grid: the most programs along each grid dimension. triton: the release its
-    Triton is built on. proof_rows: where set, the rows a step of the witness's kernels. compiled_launch: its JIT
-    specializes on no more than _ALIGNMENT's key holds, so a call launches its compiled kernels directly."""
+    """One backend, its facts' sources in PLATFORMS.md, "Backends"; an entry says only where it differs."""
     name: str
+    # How it is recognised (None, (), "": any): the torch device type, the Triton target, a pattern of the device name.
     device_type: Optional[str]
     targets: tuple
-    name_pattern: str
-    routes: tuple
-    warp_size: int
-    max_threads: int
-    options: tuple
-    max_grid: tuple
-    triton: str
-    warps: Optional[int] = None
-    max_chunk: Optional[int] = None
-    max_y_chunk: Optional[int] = None
-    proof_rows: Optional[int] = None
+    triton: str  # the release its Triton is built on
+    name_pattern: str = ""
+    routes: tuple = _PORTABLE_LADDER  # its ladder, in the order tried
+    warp_size: int = 32  # where the driver reports none
+    max_threads: int = 1024  # the most threads a program
+    warps: Optional[int] = None  # where set, every program's, whatever their width
+    max_chunk: Optional[int] = None  # a cap on a route's slices
+    max_y_chunk: Optional[int] = None  # and on its y rows
+    options: tuple = ()  # the compile options it takes beyond num_warps, num_stages and enable_fp_fusion
+    max_grid: tuple = (2**31 - 1, 65535, 65535)  # the most programs along each grid dimension
+    proof_rows: Optional[int] = None  # where set, the rows a step of the witness's kernels
+    # Its JIT specializes on no more than _ALIGNMENT's key holds, so a call launches its compiled kernels directly.
     compiled_launch: bool = True
 
     @property
@@ -907,31 +887,26 @@ class Backend(NamedTuple):
         return self.routes[0]
 
 
-_CUDA_GRID = (2**31 - 1, 65535, 65535)
 # In order: the first entry that recognises a device is its backend.
 BACKENDS = {b.name: b for b in (
-    Backend("nvidia", "cuda", ("cuda",), r"NVIDIA|TESLA|GEFORCE|QUADRO|TITAN|^[AHLBT]\d{2,3}\b",
-            ("nvidia", "nvidia_per_element") + _PORTABLE_LADDER, 32, 1024, ("maxnreg",), _CUDA_GRID, "3.5"),
-    Backend("hygon", "cuda", ("hip",), r"HYGON|DCU|BW\d{3,}|[KZ]100", _PORTABLE_LADDER, 64, 1024, (),
-            _CUDA_GRID, "3.0"),
-    Backend("amd", "cuda", ("hip",), "", _PORTABLE_LADDER, 64, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("iluvatar", "cuda", ("cuda",), r"ILUVATAR|COREX|BI-V|MR-V", _PORTABLE_LADDER, 64, 1024, (),
-            _CUDA_GRID, "3.1"),
-    Backend("thead", "cuda", ("cuda",), r"PPU|T-HEAD", _PORTABLE_LADDER, 32, 1024, (), _CUDA_GRID, "3.5"),
-    Backend("metax", "cuda", ("maca",), "", _PORTABLE_LADDER, 64, 512, (), _CUDA_GRID, "3.1"),
-    # 4 warps whatever their width, as the public entry that passes there launches (PLATFORMS.md).
-    Backend("mthreads", "musa", ("musa",), "", _PORTABLE_LADDER, 32, 512, (), _CUDA_GRID, "3.1", warps=4,
-            max_chunk=16, max_y_chunk=32),
+    Backend("nvidia", "cuda", ("cuda",), "3.5", r"NVIDIA|TESLA|GEFORCE|QUADRO|TITAN|^[AHLBT]\d{2,3}\b",
+            routes=("nvidia", "nvidia_per_element") + _PORTABLE_LADDER, options=("maxnreg",)),
+    Backend("hygon", "cuda", ("hip",), "3.0", r"HYGON|DCU|BW\d{3,}|[KZ]100", warp_size=64),
+    Backend("amd", "cuda", ("hip",), "3.5", warp_size=64),
+    Backend("iluvatar", "cuda", ("cuda",), "3.1", r"ILUVATAR|COREX|BI-V|MR-V", warp_size=64),
+    Backend("thead", "cuda", ("cuda",), "3.5", r"PPU|T-HEAD"),
+    Backend("metax", "cuda", ("maca",), "3.1", warp_size=64, max_threads=512),
+    # 4 warps whatever their width, as the public entry that passes there launches.
+    Backend("mthreads", "musa", ("musa",), "3.1", max_threads=512, warps=4, max_chunk=16, max_y_chunk=32),
     # Its own ladder: the portable rungs' libdevice exp does not compile there, and its compiler corrupts a load of
     # what the same program stored (the fused kernel's slot); the witness's input kernel fits its unified buffer
     # in steps of 2 rows (check.py --targets judge).
-    Backend("ascend", "npu", ("npu",), "", ("ascend_transposed", "ascend_columns", "tolerant_npu"), 32, 1024, (),
-            (65535, 1, 1), "3.2", proof_rows=2),
+    Backend("ascend", "npu", ("npu",), "3.2", routes=("ascend_transposed", "ascend_columns", "tolerant_npu"),
+            max_grid=(65535, 1, 1), proof_rows=2),
     # The interpreter's native arithmetic is numpy's (its bf16 cast truncates, its fma rounds twice).
-    Backend("interpreter", "cpu", (), "", ("generic_per_element", "plain", "tolerant"), 32, 256, (),
-            (65535, 65535, 65535), "3.2"),
-    Backend("unknown", None, (), "", _PORTABLE_LADDER, 32, 256, (), (65535, 65535, 65535), "3.2",
-            compiled_launch=False),
+    Backend("interpreter", "cpu", (), "3.2", routes=("generic_per_element", "plain", "tolerant"), max_threads=256,
+            max_grid=(65535, 65535, 65535)),
+    Backend("unknown", None, (), "3.2", max_threads=256, max_grid=(65535, 65535, 65535), compiled_launch=False),
 )}
 
 
@@ -986,106 +961,48 @@ _PREFETCH_FROM = (3, 6)
 
 
 def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
-    """The main kernels' settings (no autotuning: it costs judge time). resident: the programs an SM holds, where known.
-
-    nvidia, where maxnreg is taken: 8 warps at 80 registers (three programs an SM); where the grid needs as many rounds
-    of two programs an SM as of three, 16 at 64, whose rounds end sooner. Else the route's settings within the
-    backend's; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
+    """The main kernels' settings (no autotuning: it costs judge time); resident: the programs an SM holds, where known.
+    The ptx rungs where the backend takes maxnreg: 8 warps at 80 registers (three programs an SM), or 16 at 64 where
+    the grid needs as many rounds of two programs an SM as of three (theirs end sooner). Else the route's within the
+    backend's caps; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
-    if route.register_capped and "maxnreg" in backend.options:
+    if route.ptx and "maxnreg" in backend.options:
         if (sm_count and tiles > 3 * sm_count
                 and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
             return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
         return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
-    programs = None
-    if route.persistent and sm_count and (resident or route.two_pass):
-        programs = sm_count * (1 if route.two_pass else resident)
     threads, chunk = route.threads, route.chunk
     if route.many_tiles and sm_count and tiles > MANY_TILES_PER_SM * sm_count:
         threads, chunk = route.many_tiles
     warp_size = warp_size or backend.warp_size
     num_warps = backend.warps or max(1, min(threads, backend.max_threads) // warp_size)
-    prefetch = (num_warps * warp_size <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
-                and not route.two_pass and not route.sigmoid_table)
-    return LaunchSettings(num_warps=num_warps, chunk=min(chunk, backend.max_chunk or chunk),
-                          y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
-                          programs=programs, prefetch=prefetch)
+    persistent = route.persistent and sm_count and (resident or route.two_pass)
+    return LaunchSettings(
+        num_warps=num_warps, chunk=min(chunk, backend.max_chunk or chunk),
+        y_chunk=min(route.y_chunk, backend.max_y_chunk or route.y_chunk), maxnreg=None,
+        programs=sm_count * (1 if route.two_pass else resident) if persistent else None,
+        prefetch=(num_warps * warp_size <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
+                  and not route.two_pass and not route.sigmoid_table))
 
 
-# The features of the arithmetic, each with a native and an IEEE form, and its bit of the kernels' IEEE. A native
-# rung runs each natively where its probe proves it, and in the IEEE form where the probe finds it wrong
-# (ieee_features_for); an IEEE rung runs every one IEEE.
-#   sigmoid: the sigmoid per element, divided by div_rn (whose subnormal quotients, gates -87.5 to -88.5,
-#     Triton 3.0-3.5 flush on NVIDIA), or by div_rn with those three gates read from the table;
-#   bf16 rounding: the backend's fp32 -> bf16 cast, or nearest-even on the bits (NaN in the group max);
-#   division: the quantizer's v / s as Markstein's fma correction of v * (1/s), or div_rn;
-#   int8 conversion: the backend's fp32 -> int8 cast (NaN -> 0), or through int32, 0 where the group's scale
-#     is NaN or inf.
+# The features of the arithmetic, each with a native and an IEEE form (the head of "the math"; sigmoid_lookup's,
+# bf16_round's and quantize's docstrings say their two), and its bit of the kernels' IEEE.
 IEEE_FEATURES = {"sigmoid": IEEE_SIGMOID.value, "bf16 rounding": IEEE_BF16.value,
                  "division": IEEE_DIVISION.value, "int8 conversion": IEEE_INT8.value}
 
 
 def _route_constexprs(route, arch, ieee=()):
-    """The constexprs by which routes differ, from the route's record and the features (IEEE_FEATURES) that its probe
-    found wrong on this device, which run in their IEEE form (a tolerant rung runs none IEEE: it computes as the
-    reference is written). Under the interpreter there is no PTX and no libdevice (tl.exp is numpy's exp there)."""
+    """The constexprs of the math by which routes differ: the route's, with the features `ieee` in their IEEE form (a
+    native rung's that its probe found wrong here; an IEEE rung runs all IEEE, a tolerant one none: it computes as the
+    reference is written). Under the interpreter no PTX and no libdevice (tl.exp is numpy's exp there)."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
             "NO_LIBDEVICE": not route.libdevice or _INTERPRET,
             "IEEE": sum(bit for feature, bit in IEEE_FEATURES.items()
                         if route.exact and (not route.native_math or feature in ieee))}
-
-
-def ieee_features_for(route, failed_checks, ieee=()):
-    """The features of a route to run IEEE after a probe whose checks failed_checks found differences, on a device where
-    the features `ieee` already run IEEE, each with the check that points at it: empty where nothing failed that
-    counts, None where no feature explains it (then the rung is left).
-
-    Each check's failure points at a feature: sigmoid at the sigmoid (where the route can turn it, _turnable), bf16
-    rounding at the bf16 rounding, fma at the quantizer's division (the one use it changes), the quantizer at its int8
-    conversion (at its division where fma failed too) and, once that is IEEE, at its division. An fma check that fails
-    with the division IEEE is explained. A pipeline check that fails is explained only by a feature turned with it:
-    the rung is probed again, and a pipeline still failing then leaves it."""
-    ieee = set(ieee)
-    failed = set(failed_checks) - _explained_checks(ieee)
-    if not failed:
-        return {}
-    turn = {}
-    for check in sorted(failed, key=PROBE_CHECKS.index):
-        if check == "sigmoid" and "sigmoid" in _turnable(route):
-            turn.setdefault("sigmoid", check)
-        elif check == "bf16 rounding":
-            turn.setdefault("bf16 rounding", check)
-        elif check == "fma":
-            turn.setdefault("division", check)
-        elif check == "quantizer":  # with fma failing too, the division explains it first
-            turn.setdefault("division" if "int8 conversion" in ieee or "fma" in failed else "int8 conversion", check)
-        elif check != "pipeline":
-            return None
-    return {feature: check for feature, check in turn.items() if feature not in ieee} or None
-
-
-def _turnable(route):
-    """The features a probed route can run IEEE: every one but a table route's sigmoid (its check proves the gather)."""
-    return [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
-
-
-def _explained_checks(ieee):
-    """The probe checks whose differences the IEEE features `ieee` leave unused: fma's once the division (its one
-    user whose result depends on its rounding) is IEEE."""
-    return {"fma"} if "division" in ieee else set()
-
-
-def route_compositions(route):
-    """The feature sets a route can run IEEE on some device (compiled by the judge run): on a probed route none, each
-    turnable one alone and all together; elsewhere none."""
-    if not _route(route).probed:
-        return [()]
-    each = _turnable(route)
-    return [()] + [(f,) for f in each] + [tuple(each)]
 
 
 # The witness's own arguments beyond KERNEL_ARGUMENTS, and their Triton types.
@@ -1113,9 +1030,8 @@ _WITNESS_RUNS = 1 if _INTERPRET else 12
 
 
 def _table_launch(name, backend, route, warp_size):
-    """The launch that fills the sigmoid table: "sigmoid_table" where the route's kernels read it (launch_plan), the
-    witness's "witness_table" where they do not (witness_plan: then a table that does not compile costs the witness,
-    not the rung)."""
+    """The launch that fills the sigmoid table: launch_plan's "sigmoid_table" where the route's kernels read it, else
+    witness_plan's "witness_table" (then a table that does not compile costs the witness, not the rung)."""
     return KernelLaunch(
         name, _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
         {"BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": _route_constexprs(route, None)["NO_LIBDEVICE"],
@@ -1130,17 +1046,15 @@ def _call_kernels(plan):
 
 def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_size=None, settings=None,
                 index_64=False, resident=None, ieee=()):
-    """Every kernel a route launches for an (M, H) call, by name, in order: "sigmoid_table", "probe" (Route.probed),
-    "ordering" (Route.ordering), then "main", or "grad" and "y" (two_pass). ieee: the features run IEEE on this device.
-    A ValueError where a grid exceeds the backend's."""
+    """Every kernel a route launches for an (M, H) call, by name, in order: "sigmoid_table" (where its kernels read
+    the table), "probe" (Route.probed), "ordering" (Route.ordering), then "main", or "grad" and "y" (two_pass). ieee:
+    the features run IEEE on this device. A ValueError where a grid exceeds the backend's."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     warp_size = warp_size or backend.warp_size
-    settings = settings or launch_settings(backend, M, H, sm_count=sm_count, route=route, warp_size=warp_size,
-                                           resident=resident)
-    route_constexprs = _route_constexprs(route, arch, ieee)
-    common = {"enable_fp_fusion": False}
-    options = {"num_warps": settings.num_warps, "num_stages": 1, **common}
+    settings = settings or launch_settings(backend, M, H, sm_count, route, warp_size, resident)
+    math_constexprs = _route_constexprs(route, arch, ieee)
+    options = {"num_warps": settings.num_warps, "num_stages": 1, "enable_fp_fusion": False}
     if settings.maxnreg is not None:
         options["maxnreg"] = settings.maxnreg
     tiles_h, tiles_m = H // GROUP_SIZE, M // GROUP_SIZE
@@ -1148,52 +1062,42 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
     def grid(tiles):  # a persistent program takes every P-th tile
         return (min(tiles, settings.programs or tiles, backend.max_grid[0]), 1, 1)
 
-    launches = []
-    # The per-element IEEE sigmoid reads three entries of the table, but on the two-pass IEEE routes (plain computes
-    # it whole; Ascend's divide with their own /).
+    # The IEEE sigmoid per element reads three entries of the table; plain's is computed whole, Ascend's with /.
     table_free = route.two_pass and not route.native_math
-    if route.sigmoid_table or (route_constexprs["IEEE"] & IEEE_FEATURES["sigmoid"] and not table_free):
+    launches = []
+    if route.sigmoid_table or (math_constexprs["IEEE"] & IEEE_SIGMOID.value and not table_free):
         launches.append(_table_launch("sigmoid_table", backend, route, warp_size))
-    if route.probed:  # compiled with the route's kernels' options, as it must prove their math
-        launches.append(KernelLaunch(
-            "probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
-            {"probe_ptr": "*i32", "table_ptr": "*fp32"},
-            {**PROBE_SIZE, **route_constexprs}, options))
-    if route.ordering:  # at the route's own settings and options, as it must prove their ordering
+    if route.probed:  # with the route's kernels' options, as it proves their math
+        launches.append(KernelLaunch("probe", _probe_kernel, (sum(_probe_programs_per_check(PROBE_SIZE)), 1, 1),
+                                     {"probe_ptr": "*i32", "table_ptr": "*fp32"}, {**PROBE_SIZE, **math_constexprs},
+                                     options))
+    if route.ordering:  # at the route's own settings and options, as it proves their ordering
         launches.append(KernelLaunch(
             "ordering", _ordering_check_kernel, (min(_ORDERING_SIZE["PROGRAMS"], backend.max_grid[0]), 1, 1),
             {"slots_ptr": "*bf16", "record_ptr": "*i32", "stamp": "i32"},
-            {"ROUNDS": _ORDERING_SIZE["ROUNDS"], "CHUNK": settings.chunk,
-             "Y_CHUNK": settings.y_chunk, "CUDA_ARCH": route_constexprs["CUDA_ARCH"]}, options))
+            {"ROUNDS": _ORDERING_SIZE["ROUNDS"], "CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk,
+             "CUDA_ARCH": math_constexprs["CUDA_ARCH"]}, options))
     if route.two_pass:
-        # the most consecutive groups of a row whose scales a program stores at once (scale_groups a power of two)
+        y_kernel = (_y_kept_kernel if route.keep_y else _y_transposed_kernel if route.transpose_in_registers
+                    else _y_columns_kernel)
+        # each kernel takes those it declares (the kept y's computes no sigmoid, so takes fewer)
+        shared = {"EXACT": route.exact, "NPU_DIVISION": route.npu_division, "TABLE_FREE": table_free,
+                  **math_constexprs, "INDEX_64": index_64, "GATHER": route.column_gather}
+        # the scales of as many consecutive groups of a row as divide it, up to scale_groups, stored at once
         grad_groups, y_groups = math.gcd(tiles_h, route.scale_groups), math.gcd(tiles_m, route.scale_groups)
-        two_pass = {"EXACT": route.exact,
-                    "NPU_DIVISION": route.npu_division, "TABLE_FREE": table_free,
-                    **{name: value for name, value in route_constexprs.items() if name != "SIGMOID_TABLE"},
-                    "INDEX_64": index_64}
-        if route.keep_y:
-            y_kernel, y_own = _y_kept_kernel, {}
-        elif route.transpose_in_registers:
-            y_kernel, y_own = _y_transposed_kernel, {}
-        else:
-            y_kernel, y_own = _y_columns_kernel, {"GATHER": route.column_gather}
-        # the two-pass constexprs that the y kernel takes (the kept y's computes no sigmoid, so takes fewer)
-        y_constexprs = {**{k: v for k, v in two_pass.items() if k in y_kernel.arg_names}, **y_own}
-        launches += [
-            KernelLaunch("grad", _grad_rows_kernel, grid(M // settings.chunk * (tiles_h // grad_groups)),
-                         _signature(_grad_rows_kernel),
-                         {**two_pass, "ROWS": settings.chunk, "GROUPS": grad_groups, "KEEP_Y": route.keep_y}, options),
-            KernelLaunch("y", y_kernel, grid(H // settings.y_chunk * (tiles_m // y_groups)), _signature(y_kernel),
-                         {**y_constexprs, "CHANNELS": settings.y_chunk, "GROUPS": y_groups}, options)]
-    else:
+        for name, kernel, programs, own in (
+                ("grad", _grad_rows_kernel, M // settings.chunk * (tiles_h // grad_groups),
+                 {"ROWS": settings.chunk, "GROUPS": grad_groups, "KEEP_Y": route.keep_y}),
+                ("y", y_kernel, H // settings.y_chunk * (tiles_m // y_groups),
+                 {"CHANNELS": settings.y_chunk, "GROUPS": y_groups})):
+            launches.append(KernelLaunch(name, kernel, grid(programs), _signature(kernel), {
+                **{k: v for k, v in shared.items() if k in kernel.arg_names}, **own}, options))
+    else:  # a grid of one program a tile, H first (see the kernel), or of the persistent programs
         launches.append(KernelLaunch(
             "main", _silu_mul_quant_kernel, grid(tiles_h * tiles_m) if route.persistent else (tiles_h, tiles_m, 1),
-            _signature(_silu_mul_quant_kernel),  # a grid of one program a tile: H first (see the kernel)
-            {"CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, **route_constexprs, "PERSISTENT": route.persistent,
-             "INDEX_64": index_64,
-             "PREFETCH": settings.prefetch},
-            options))
+            _signature(_silu_mul_quant_kernel),
+            {"CHUNK": settings.chunk, "Y_CHUNK": settings.y_chunk, **math_constexprs, "PERSISTENT": route.persistent,
+             "INDEX_64": index_64, "PREFETCH": settings.prefetch}, options))
     for launch in launches:
         if any(n > limit for n, limit in zip(launch.grid, backend.max_grid)):
             raise ValueError(f"M={M}, H={H} needs a grid of {launch.grid} programs, more than the {backend.name} "
@@ -1203,15 +1107,15 @@ def launch_plan(backend, M, H, *, route=None, arch=None, sm_count=None, warp_siz
 
 # ---------------------------------------------------------------- the probe: native arithmetic proven on the device
 
-_INFINITY = tl.constexpr(float("inf"))
 PROBE_CHECKS = ("sigmoid", "bf16 rounding", "quantizer", "fma", "pipeline")
+_INFINITY = tl.constexpr(float("inf"))
 # ROWS x 128 inputs a program; the quantizer's absmax values: every EXPONENT_STEP-th fp32 exponent (and 255), with
 # ABSMAX_PER_EXPONENT mantissas; PIPELINE_ROWS rows of 128 triples. On a device 33,152 programs, within the smallest
 # grid dimension of a backend whose ladder probes (65,535). Under the interpreter (numpy, ~1000x slower; each program's
 # cost mostly its own) fewer, larger programs over a sparser set: still every bf16 gate, v and high half.
 _PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
-_PROBE_SIZE_INTERPRETED = {"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256}
-PROBE_SIZE = _PROBE_SIZE_INTERPRETED if _INTERPRET else _PROBE_SIZE_ON_DEVICE
+PROBE_SIZE = ({"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256} if _INTERPRET
+              else _PROBE_SIZE_ON_DEVICE)
 
 
 @triton.jit
@@ -1262,82 +1166,6 @@ def _at(where, values):
 
 
 @triton.jit
-def _record(probe_ptr, program, differ, k, inputs, native_bits, ieee_bits):
-    """Writes a program's record: its count of differences, then at its first differing k the input's bits (as
-    _probe_check packs them, for _probe_input) and the native and IEEE results' bits."""
-    at_first = differ & (k == tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0))
-    field = tl.arange(0, 4)
-    tl.store(probe_ptr + program * 4 + field, tl.where(field == 0, _at(differ, 1), tl.where(
-        field == 1, _at(at_first, inputs), tl.where(field == 2, _at(at_first, native_bits), _at(at_first, ieee_bits)))))
-
-
-@triton.jit
-def _probe_check(k, rows, table_ptr, CHECK: tl.constexpr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
-                 EXPONENT_STEP: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-                 NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """One program of one check on its ROWS x 128 inputs k (row-major): (where native and IEEE differ, the inputs'
-    bits, the native results' bits, the IEEE results'), for _record (see _probe_kernel)."""
-    if CHECK == 0:  # sigmoid: all 65,536 bf16 gates; the route's own sigmoid against the IEEE one computed
-        gate = _float(k << 16)
-        native = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
-        ieee = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
-        # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
-        return (_differ(native, ieee) & (gate == gate), k, _bits(native), _bits(ieee))
-    elif CHECK == 1:
-        # fp32 -> bf16: every high half (NaN, inf, zeros, subnormals among them), and the low half only through its
-        # rounding class: at and above the halfway point 0x8000, with and without a carry into the high half, and where
-        # the high half's last bit breaks a tie: low halves 0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF and two hashed ones.
-        j = k & 7
-        low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
-            j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
-        v = _float(((k >> 3) << 16) | low)
-        native = bf16_round(v, IEEE)
-        ieee = bf16_round(v, IEEE=IEEE_ALL)
-        return (_differ(native, ieee), _bits(v), _bits(native), _bits(ieee))
-    elif CHECK == 2:
-        # The quantizer: every bf16 v; the scale is absmax * fp32(1/127) for a bf16 absmax: every fp32 exponent (zero
-        # and subnormal absmax, the 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others. Markstein's
-        # correction fails where an fma rounds twice or a conversion truncates otherwise; int8 of NaN must be 0.
-        a = k >> 16
-        j = a % ABSMAX_PER_EXPONENT
-        mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
-        exponent = (a // ABSMAX_PER_EXPONENT) * EXPONENT_STEP
-        exponent = tl.where(exponent == 256 - EXPONENT_STEP, 255, exponent)  # inf and NaN always
-        absmax = _float((exponent << 23) | (mantissa << 16))
-        v = _float((k & 0xFFFF) << 16)
-        scale = group_scale(absmax)
-        inv_scale = tl.math.div_rn(1.0, scale)
-        native = quantize(v, scale, inv_scale, IEEE, CUDA_ARCH).to(tl.int32)
-        ieee = quantize(v, scale, inv_scale, IEEE=IEEE_ALL, CUDA_ARCH=0).to(tl.int32)
-        # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
-        possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
-        return ((native != ieee) & possible, _bits(absmax) | (k & 0xFFFF), native, ieee)  # both bf16, absmax high
-    elif CHECK == 3:  # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers
-        # (products of 13-bit significands, whose low half a split multiply-add rounds away)
-        i = 4096 + (k & 0xFFF)
-        j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
-        a, b = i.to(tl.float32) * (1.0 / 4096), j.to(tl.float32) * (1.0 / 4096)
-        p = a * b
-        exact = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)
-        native = tl.fma(a, b, -p)
-        return (_differ(native, exact), ((j - 4096) << 12) | (i - 4096), _bits(native), _bits(exact))
-    else:
-        # The pipeline: the per-element formulas, rounding, group max, scale and quantizer as the main kernel runs them
-        # on rows of 128 triples, compiled with its options (a compiler that contracts or reorders inside a bigger
-        # kernel shows here): every bf16 gate with random up and grad_y, then random gates; one sigmoid for both sides.
-        g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
-        g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
-        gate = _float(g << 16)
-        up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
-        gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
-        sig = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
-        native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE, CUDA_ARCH)
-        ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, IEEE=IEEE_ALL, CUDA_ARCH=0)
-        scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
-        return ((native != ieee) | scales_differ[:, None], k, native, ieee)
-
-
-@triton.jit
 def _probe_operand(h):
     """bf16 bits of a random sign and mantissa and an exponent within 2**+-12 of 1."""
     exponent = (115 + (h >> 8).to(tl.int32) % 25).to(tl.uint32)  # h >> 8 < 2**24: the same value signed
@@ -1366,11 +1194,12 @@ def _probe_pipeline(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constex
 def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """The probe: each native helper of a route beside its IEEE twin, on inputs that cover every class on which the two
-    could differ (_probe_check says why, check by check), each program writing its record (_record). IEEE picks the
-    native side: each feature native, or IEEE where an earlier probe on this device found it wrong (then its check
-    compares the IEEE form with itself, but for the sigmoid, whose IEEE form in the fused kernel reads the table: its
-    check proves that read against the computed IEEE sigmoid); the IEEE side is always the twin."""
+    """The probe: each native helper of a route beside its IEEE twin, check by check (PROBE_CHECKS), on inputs that
+    cover every class on which the two could differ (each check's comment says why). IEEE picks the native side's
+    forms: native, or IEEE for the features an earlier probe here found wrong (their checks then compare the IEEE form
+    with itself, but the sigmoid's, whose IEEE form reads the table: its check proves that read). Each program of
+    ROWS x 128 inputs k (row-major) writes its record: its count of differences, then at its first differing k the
+    input's bits (for _probe_verdict) and the native and IEEE results' bits."""
     program = tl.program_id(0)
     first = 0  # the check's first program
     for check in tl.static_range(5):
@@ -1378,18 +1207,135 @@ def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT:
         if (program >= first) & (program < first + programs):
             rows = (program - first) * ROWS + tl.arange(0, ROWS)
             k = rows[:, None] * 128 + tl.arange(0, 128)[None, :]
-            differ, inputs, native, ieee = _probe_check(k, rows, table_ptr, check, ROWS, ABSMAX_PER_EXPONENT,
-                                                        EXPONENT_STEP, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE)
-            _record(probe_ptr, program, differ, k, inputs, native, ieee)
+            if check == 0:  # sigmoid: all 65,536 bf16 gates; the route's own sigmoid against the IEEE one computed
+                gate = _float(k << 16)
+                native = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
+                ieee = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
+                # A NaN gate reads some table entry: the gate itself makes every output NaN (sigmoid_lookup).
+                differ, inputs = _differ(native, ieee) & (gate == gate), k
+            elif check == 1:
+                # fp32 -> bf16: every high half (NaN, inf, zeros and subnormals among them) with a low half of each
+                # rounding class: 0, 1, 0x7FFF, 0x8000 (a tie, broken by the high half's last bit), 0x8001, 0xFFFF (a
+                # carry into the high half) and two hashed ones.
+                j = k & 7
+                low = tl.where(j == 0, 0x0000, tl.where(j == 1, 0x0001, tl.where(j == 2, 0x7FFF, tl.where(
+                    j == 3, 0x8000, tl.where(j == 4, 0x8001, tl.where(j == 5, 0xFFFF, _hash(k) & 0xFFFF))))))
+                v = _float(((k >> 3) << 16) | low)
+                native, ieee = bf16_round(v, IEEE), bf16_round(v, IEEE=IEEE_ALL)
+                differ, inputs = _differ(native, ieee), _bits(v)
+            elif check == 2:
+                # The quantizer: every bf16 v against bf16 absmax values of every fp32 exponent (zero, subnormal, the
+                # 1e-10 floor, inf, NaN) with the mantissas 0, 0x7F and hashed others: Markstein's correction fails
+                # where an fma rounds twice or a conversion truncates otherwise, and int8 of NaN must be 0.
+                a = k >> 16
+                j = a % ABSMAX_PER_EXPONENT
+                mantissa = tl.where(j == 0, 0, tl.where(j == 1, 0x7F, _hash(a) & 0x7F))
+                exponent = (a // ABSMAX_PER_EXPONENT) * EXPONENT_STEP
+                exponent = tl.where(exponent == 256 - EXPONENT_STEP, 255, exponent)  # inf and NaN always
+                absmax = _float((exponent << 23) | (mantissa << 16))
+                v = _float((k & 0xFFFF) << 16)
+                scale = group_scale(absmax)
+                inv_scale = tl.math.div_rn(1.0, scale)
+                native = quantize(v, scale, inv_scale, IEEE, CUDA_ARCH).to(tl.int32)
+                ieee = quantize(v, scale, inv_scale, IEEE=IEEE_ALL, CUDA_ARCH=0).to(tl.int32)
+                # The kernel quantizes only |v| <= its group's absmax; a NaN or inf absmax goes with any v.
+                possible = (tl.abs(v) <= absmax) | (absmax != absmax) | (absmax == _INFINITY)
+                differ = (native != ieee) & possible
+                inputs = _bits(absmax) | (k & 0xFFFF)  # both bf16, absmax high
+            elif check == 3:
+                # fma rounds once: a * b - round(a * b) for a, b = 1 + i/4096, 1 + j/4096, exact in integers (products
+                # of 13-bit significands, whose low half a split multiply-add rounds away)
+                i = 4096 + (k & 0xFFF)
+                j = 4096 + (((k >> 12) * 257 + 1) & 0xFFF)
+                a, b = i.to(tl.float32) * (1.0 / 4096), j.to(tl.float32) * (1.0 / 4096)
+                p = a * b
+                ieee = (i * j - (p * 16777216.0).to(tl.int32)).to(tl.float32) * (1.0 / 16777216)  # the exact residue
+                native = tl.fma(a, b, -p)
+                differ, inputs = _differ(native, ieee), ((j - 4096) << 12) | (i - 4096)
+            else:
+                # The pipeline as the main kernel runs it, on rows of 128 triples with its options (a compiler that
+                # contracts or reorders inside a bigger kernel shows here): every bf16 gate with random up and grad_y,
+                # then random gates; one sigmoid for both sides.
+                g = (k * 0x9E37) & 0xFFFF  # rows below 512: every bf16 gate once (inf and NaN made finite)
+                g = tl.where(rows[:, None] < 512, tl.where((g & 0x7F80) == 0x7F80, g ^ 0x4000, g), _hash(k) & 0xFFFF)
+                gate = _float(g << 16)
+                up = _float(_probe_operand(_hash(k + 0x20000000)) << 16)
+                gy = _float(_probe_operand(_hash(k + 0x30000000)) << 16)
+                sig = sigmoid_lookup(gate, table_ptr, ROWS * 128, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
+                native, n_gate, n_up, n_y = _probe_pipeline(gate, up, gy, sig, IEEE, CUDA_ARCH)
+                ieee, i_gate, i_up, i_y = _probe_pipeline(gate, up, gy, sig, IEEE=IEEE_ALL, CUDA_ARCH=0)
+                scales_differ = _differ(n_gate, i_gate) | _differ(n_up, i_up) | _differ(n_y, i_y)
+                differ, inputs = (native != ieee) | scales_differ[:, None], k
+            at_first = differ & (k == tl.min(tl.min(tl.where(differ, k, 2**31 - 1), 1), 0))
+            field = tl.arange(0, 4)
+            tl.store(probe_ptr + program * 4 + field, tl.where(field == 0, _at(differ, 1), tl.where(
+                field == 1, _at(at_first, inputs), tl.where(field == 2, _at(at_first, _bits(native)),
+                                                            _at(at_first, _bits(ieee))))))
         first += programs
 
 
-def _probe_input(check, bits):
-    """A check's input in words, from the bits its program recorded (_probe_check)."""
-    return {"sigmoid": f"gate 0x{bits:04x} (bf16)", "bf16 rounding": f"fp32 0x{bits & 0xFFFFFFFF:08x}",
-            "quantizer": f"v 0x{bits & 0xFFFF:04x}, absmax 0x{bits >> 16:04x} (bf16)",
-            "fma": f"fma(a, b, -a*b) for a = 1 + {bits & 0xFFF}/4096, b = 1 + {bits >> 12}/4096",
-            "pipeline": f"row {bits // 128}, column {bits % 128}"}[check]
+def _probe_verdict(values, size):
+    """({check: differences}, {check: its finding, where it found any}) from the probe's records, for a PROBE_SIZE. A
+    check's programs run its inputs in order: its first record with a difference holds its first, its input's bits
+    as _probe_kernel packs them."""
+    records = [values[i:i + 4] for i in range(0, len(values), 4)]
+    counts, findings = {}, {}
+    for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
+        own, records = records[:programs], records[programs:]
+        counts[check] = sum(r[0] for r in own)
+        first = next((r for r in own if r[0]), None)
+        if first:
+            _, bits, native, ieee = first
+            at = {"sigmoid": f"gate 0x{bits:04x} (bf16)", "bf16 rounding": f"fp32 0x{bits & 0xFFFFFFFF:08x}",
+                  "quantizer": f"v 0x{bits & 0xFFFF:04x}, absmax 0x{bits >> 16:04x} (bf16)",
+                  "fma": f"fma(a, b, -a*b) for a = 1 + {bits & 0xFFF}/4096, b = 1 + {bits >> 12}/4096",
+                  "pipeline": f"row {bits // 128}, column {bits % 128}"}[check]
+            findings[check] = (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the "
+                               f"first at {at}: native 0x{native & 0xFFFFFFFF:08x}, IEEE 0x{ieee & 0xFFFFFFFF:08x}")
+    return counts, findings
+
+
+def _probe_why(counts, findings, checks):
+    """Why a probe's findings in `checks` count: the first one's finding, with the others' counts."""
+    first, *others = [c for c in PROBE_CHECKS if c in checks]
+    return findings[first] + (f" (and in {', '.join(f'{c} {counts[c]}' for c in others)})" if others else "")
+
+
+def ieee_features_for(route, failed_checks, ieee=()):
+    """{feature (IEEE_FEATURES): the check that points at it} to run IEEE after a probe whose failed_checks differed,
+    on a device where the features `ieee` already run IEEE: empty where no failure counts (_explained_checks), None
+    where one points at no feature the route can turn (then the rung is left). fma points at the quantizer's division
+    (the one use it changes); the quantizer at its int8 conversion, then at its division. A pipeline failure is
+    explained only by a feature turned with it: the rung is probed again, and a pipeline still failing leaves it."""
+    failed = set(failed_checks) - _explained_checks(ieee)
+    if not failed:
+        return {}
+    quantizer = "division" if "int8 conversion" in ieee or "fma" in failed else "int8 conversion"
+    points_at = {"sigmoid": "sigmoid", "bf16 rounding": "bf16 rounding", "quantizer": quantizer, "fma": "division"}
+    turn = {}
+    for check in sorted(failed - {"pipeline"}, key=PROBE_CHECKS.index):
+        if points_at[check] not in _turnable(route):
+            return None
+        turn.setdefault(points_at[check], check)
+    return {feature: check for feature, check in turn.items() if feature not in ieee} or None
+
+
+def _turnable(route):
+    """The features a probed route can run IEEE: every one but a table route's sigmoid (its check proves the gather)."""
+    return [f for f in IEEE_FEATURES if not (f == "sigmoid" and _route(route).sigmoid_table)]
+
+
+def _explained_checks(ieee):
+    """The probe checks whose differences the features `ieee` leave unused: fma's once the division (its one user whose
+    result depends on its rounding) is IEEE."""
+    return {"fma"} if "division" in ieee else set()
+
+
+def route_compositions(route):
+    """The feature sets a route can run IEEE on some device (the judge run compiles each): none, and on a probed route
+    each one it can turn alone and all together."""
+    each = _turnable(route)
+    return [()] + ([(f,) for f in each] + [tuple(each)] if _route(route).probed else [])
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
@@ -2163,21 +2109,20 @@ def _call_launches(device, key, args, specialization):
 
 def ladder_for(device):
     """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
-    ("left: why"), the one taken ("taken"), and those below it ("not tried")."""
+    ("left: why"), the one taken ("taken", with what its proofs found), and those below it ("not tried")."""
     dev = _device(torch.empty(0, device=device))
-    taken = "taken"
-    if not ROUTE_TABLE[dev.route].exact:
-        taken += (" (not byte-exact: the last rung computes as the reference is written, with the backend's exp, "
-                  "division and casts, and is held to the judge's tolerance only)")
-    if dev.route in dev.probes:
-        counts = dev.probes[dev.route]
-        taken += f" (its probe: no difference from IEEE arithmetic in {', '.join(c for c, n in counts.items() if not n)}"
-        taken += "".join(f"; {c}: {n} differences, unused by the features in their IEEE form"
-                         for c, n in counts.items() if n) + ")"
-    for feature, why in dev.ieee.get(dev.route, {}).items():
-        taken += f" ({feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)})"
-    for proof, why in dev.cannot_judge.items():
-        taken += f" (unproven by the {proof}: it cannot judge this device: {why})"
+    notes = [] if ROUTE_TABLE[dev.route].exact else [
+        "not byte-exact: the last rung computes as the reference is written, with the backend's exp, division and "
+        "casts, and is held to the judge's tolerance only"]
+    counts = dev.probes.get(dev.route)
+    if counts is not None:
+        notes.append(f"its probe: no difference from IEEE arithmetic in {', '.join(c for c in counts if not counts[c])}"
+                     + "".join(f"; {c}: {n} differences, unused by the features in their IEEE form"
+                               for c, n in counts.items() if n))
+    notes += [f"{feature} in its IEEE form: {why.replace('its probe', 'its first probe', 1)}"
+              for feature, why in dev.ieee.get(dev.route, {}).items()]
+    notes += [f"unproven by the {proof}: it cannot judge this device: {why}" for proof, why in dev.cannot_judge.items()]
+    taken = "taken" + "".join(f" ({note})" for note in notes)
     return ([(route, f"left: {why}") for route, why in dev.left] + [(dev.route, taken)]
             + [(route, "not tried") for route in dev.routes[1:]])
 
@@ -2456,31 +2401,6 @@ def _witness_verdict(device, key, found, args):
 
 
 _PROOF_RUNS = {"ordering": _ordering_verdict, "witness": _witness_verdict}
-
-
-def _probe_verdict(values, size):
-    """({check: differences}, {check: its finding, for each check that found any}) from the probe's records (four int32
-    a program: _record), for a PROBE_SIZE. A check's programs run its inputs in order: its first record with a
-    difference holds its first."""
-    counts, findings = {}, {}
-    program = 0
-    for check, programs in zip(PROBE_CHECKS, _probe_programs_per_check(size)):
-        records = [values[4 * p:4 * p + 4] for p in range(program, program + programs)]
-        program += programs
-        counts[check] = sum(r[0] for r in records)
-        first = next((r for r in records if r[0]), None)
-        if first:
-            findings[check] = (f"its probe found {counts[check]} differences from IEEE arithmetic in {check}, the "
-                               f"first at {_probe_input(check, first[1])}: native 0x{first[2] & 0xFFFFFFFF:08x}, "
-                               f"IEEE 0x{first[3] & 0xFFFFFFFF:08x}")
-    return counts, findings
-
-
-def _probe_why(counts, findings, checks):
-    """Why a probe's findings in `checks` count: the first one's finding, with the others' counts."""
-    checks = [c for c in PROBE_CHECKS if c in checks]
-    others = ", ".join(f"{c} {counts[c]}" for c in checks[1:])
-    return findings[checks[0]] + (f" (and in {others})" if others else "")
 
 
 class KernelFailure(Exception):
@@ -2793,13 +2713,12 @@ def resident_programs(kernel, device_index, warp_size):
     softmax tutorial reckons); None where not told. It sets how many programs a persistent route launches, no more."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
-        threads = kernel.metadata.num_warps * warp_size
-        held = properties["max_num_regs"] // (kernel.n_regs * threads)
+        held = properties["max_num_regs"] // (kernel.n_regs * kernel.metadata.num_warps * warp_size)
         if kernel.metadata.shared:
             held = min(held, properties["max_shared_mem"] // kernel.metadata.shared)
     except Exception:
         return None
-    return held if held > 0 else None
+    return held or None
 
 
 _devices = {}

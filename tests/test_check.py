@@ -58,8 +58,8 @@ def test_the_rung_taken_and_why_the_ones_above_were_left_are_printed(tmp_path):
     # With the native rungs put on top of its ladder, the native rung's probe finds both and turns bf16
     # rounding and the quantizer's division IEEE, keeping the sigmoid and the int8 conversion native; with a pipeline check that always
     # differs besides, no feature explains it and the native rungs are left for the IEEE one.
-    ladder = ('    Backend("interpreter", "cpu", (), "", ("generic_per_element", "plain", "tolerant"), ',
-              '    Backend("interpreter", "cpu", (), "", _PORTABLE_LADDER, ')
+    ladder = ('    Backend("interpreter", "cpu", (), "3.2", routes=("generic_per_element", "plain", "tolerant"), ',
+              '    Backend("interpreter", "cpu", (), "3.2", routes=_PORTABLE_LADDER, ')
     fast = ["--shapes", "128x128", "--seeds", "1", "--families", "randn"]
     proc, report = run_check(make_broken([ladder], tmp_path), tmp_path=tmp_path, fast=fast)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -342,7 +342,7 @@ def test_routes_take_their_features():
                 assert ("TABLE_FREE" in plan["y"].constexprs) is not route.keep_y
                 continue
             main = plan["main"]
-            assert ("maxnreg" in main.options) is (route.register_capped and "maxnreg" in backend.options)
+            assert ("maxnreg" in main.options) is (route.ptx and "maxnreg" in backend.options)
             assert main.constexprs["IEEE"] == (0 if route.native_math else solution.IEEE_ALL.value)
             assert main.constexprs["SIGMOID_TABLE"] is route.sigmoid_table
             # Under the interpreter no route runs PTX or libdevice (on the GPU, see test_compiled_kernel
