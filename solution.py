@@ -2600,7 +2600,7 @@ def _start_child(job, target, index, fresh=False):
                 env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
                 env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
                 os.execve(sys.executable, [sys.executable, "-c", _FRESH_COMPILE, named, str(write_end)], env)
-            _compile_and_tell(*job, target, index, write_end, build_launcher=_launcher_builder())
+            _compile_and_tell(*job, target, index, write_end, forked=True)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
                 os.write(write_end, f"S {_first_line(exc)}\n".encode())
@@ -2610,15 +2610,16 @@ def _start_child(job, target, index, fresh=False):
     return pid, read_end
 
 
-def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, build_launcher=None):
+def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, forked=False):
     """In a child process (forked, or a fresh interpreter): compiles the kernel through its JIT with _ChildDriver and
-    tells how it went on fd, a line a step: B as the compile begins, then C (compiled), R and why (it raised) or A and
-    what (its JIT asked the driver for more). Then a forked child builds the compiled kernel's C launcher
-    (build_launcher) into Triton's cache, for the parent's load: the launchers (a C compile each, 0.3 s) built side by
-    side, not one after another in the parent (PERF_NOTES.md, seventeenth round); a failure there leaves it to the
-    parent."""
-    triton.runtime.driver.set_active(_ChildDriver(target, index))
+    tells how it went on fd, a line a step: B as its work begins (a forked child's first step may set up the parent's
+    driver, whose death counts as the compile's), then C (compiled), R and why (it raised) or A and what (its JIT
+    asked the driver for more). Then a forked child builds the compiled kernel's C launcher into Triton's cache, for
+    the parent's load: the launchers (a C compile each, 0.3 s) built side by side, not one after another in the parent
+    (PERF_NOTES.md, seventeenth round); a failure there leaves it to the parent."""
     os.write(fd, b"B\n")
+    build_launcher = _launcher_builder() if forked else None
+    triton.runtime.driver.set_active(_ChildDriver(target, index))
     compiled = None
     try:
         compiled, told = kernel.warmup(*args, grid=grid, **kwargs), "C"
