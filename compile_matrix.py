@@ -43,6 +43,8 @@ holds bishengir's own plan of the kernel's unified buffer (UB): the row gives th
 and fails above UB_LIMIT_BYTES, and says so where the plan is of bishengir's retry after an overflow.
 """
 import argparse
+import contextlib
+import io
 import itertools
 import json
 import math
@@ -619,7 +621,8 @@ def _ptxas_path(arch):
 def ptxas_usage(ptx, arch, options, workdir):
     """Registers, stack and spills of a kernel's PTX, from `ptxas -v` run as Triton runs it (-lineinfo,
     --fmad=false without fp fusion, the PTX's own .target as the GPU name): parse_ptxas_verbose's dict,
-    with "error" (and None usage) where ptxas fails."""
+    with "error" (and None usage) where ptxas fails. A second ptxas run: compile_one takes the compile's own
+    log instead where its Triton prints one (3.5+)."""
     gpu = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.M)
     source = Path(workdir) / "usage.ptx"
     source.write_text(ptx)
@@ -758,9 +761,10 @@ def compile_one(job, solution_path):
     threads, shared, ptxas, amdgcn, per_element}: store sites in TTIR and global stores in the asm stage, whether
     the binary was made (and why not), how many tt.gather and inline asm ops the TTIR holds, the TTIR itself
     (without its #loc lines, for the judge's TTIR rules), threads a program, Triton's shared memory bytes, on cuda
-    ptxas' registers, stack and spills (ptxas_usage), on hip the AMDGCN's (parse_amdgcn_usage), the instructions
-    a thread executes per element (per_element, of the SASS or the AMDGCN; None where not known), and on npu
-    bishengir's UB plan (ub_plan). Raises on a failed compile."""
+    ptxas' registers, stack and spills (from the compile's own `ptxas -v` where this Triton prints it, else
+    ptxas_usage), on hip the AMDGCN's (parse_amdgcn_usage), the instructions a thread executes per element
+    (per_element, of the SASS or the AMDGCN; None where not known), and on npu bishengir's UB plan (ub_plan).
+    Raises on a failed compile."""
     import triton
     from triton.backends.compiler import GPUTarget
     solution = harness.load_solution(solution_path, name="solution_under_compile")
@@ -790,7 +794,9 @@ def compile_one(job, solution_path):
     if job["backend"] != "npu":
         shared = getattr(metadata, "shared", stages_seen.shared)
     usage = None
-    if job["backend"] == "cuda" and "ptx" in stages_seen:
+    if job["backend"] == "cuda" and stages_seen.ptxas_log and "Used " in stages_seen.ptxas_log:
+        usage = parse_ptxas_verbose(stages_seen.ptxas_log)
+    elif job["backend"] == "cuda" and "ptx" in stages_seen:
         with tempfile.TemporaryDirectory(prefix="ptxas-usage-") as workdir:
             usage = ptxas_usage(stages_seen["ptx"], job["arch"], launch.options, workdir)
     amdgcn = parse_amdgcn_usage(stages_seen["amdgcn"]) if "amdgcn" in stages_seen else None
@@ -871,24 +877,45 @@ def _keep_bishengir_stderr():
 
 
 class _Stages(dict):
-    """{stage: its output as text}, and shared: the shared memory bytes that the stages set in the compile's metadata
-    (the LLVM IR stage does, before any binary; None until one does)."""
+    """{stage: its output as text}; shared: the shared memory bytes that the stages set in the compile's metadata
+    (the LLVM IR stage does, before any binary; None until one does); ptxas_log: what the cubin stage's own
+    `ptxas -v` printed, where this Triton prints it (3.5+: knobs.nvidia.dump_ptxas_log; else None)."""
     shared = None
+    ptxas_log = None
+
+
+def _log_ptxas():
+    """Whether this Triton's cubin stage now prints its `ptxas -v` log (Triton 3.5+'s knob, set here)."""
+    try:
+        from triton import knobs
+        knobs.nvidia.dump_ptxas_log = True
+        return knobs.nvidia.dump_ptxas_log is True
+    except (ImportError, AttributeError):
+        return False
 
 
 def _record_stages(backend):
     """_Stages filled while triton.compile runs: it holds the stages reached, and the shared memory bytes, even
-    when a later stage (linking) fails and there is no compiled kernel to ask."""
+    when a later stage (linking) fails and there is no compiled kernel to ask; on cuda, the cubin stage's `ptxas
+    -v` log where this Triton prints it (taken from its stdout: the compile's registers and spills, which
+    ptxas_usage would otherwise run ptxas a second time for)."""
     from triton.backends import backends  # the classes triton.compile uses (some versions load them by path)
     Backend = backends[TOOLCHAINS[backend].triton_backend].compiler
     seen = _Stages()
     add_stages = Backend.add_stages
+    log_ptxas = backend == "cuda" and _log_ptxas()
 
     def recording_add_stages(self, stages, *args, **kwargs):
         add_stages(self, stages, *args, **kwargs)
         for name, stage in list(stages.items()):
             def recorded(src, metadata, _stage=stage, _name=name):
-                out = _stage(src, metadata)
+                if _name == "cubin" and log_ptxas:
+                    printed = io.StringIO()
+                    with contextlib.redirect_stdout(printed):
+                        out = _stage(src, metadata)
+                    seen.ptxas_log = printed.getvalue()
+                else:
+                    out = _stage(src, metadata)
                 seen[_name] = out.decode(errors="replace") if isinstance(out, bytes) else str(out)
                 if isinstance(metadata, dict) and metadata.get("shared") is not None:
                     seen.shared = metadata["shared"]

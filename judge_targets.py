@@ -84,8 +84,7 @@ class JudgeChip(NamedTuple):
     (compile_matrix's backend:arch), which stands in for `stands_in_for` where given, else is the chip's own.
     plan_arch: the real device's arch, told to launch_plan on a stand-in where known. tritons: the Triton
     minors it is compiled with, each with why, where not only the backend's base version. more_targets:
-    the chip's other own targets, each compiled with the same Tritons, with why (the judge's part may be
-    any of them)."""
+    the chip's other own targets (MoreTarget), each with why (the judge's part may be any of them)."""
     label: str
     target: str
     stands_in_for: Optional[str] = None
@@ -94,10 +93,23 @@ class JudgeChip(NamedTuple):
     more_targets: tuple = ()
 
 
+class MoreTarget(NamedTuple):
+    """A chip's other own target and why; tritons: the Triton minors it is compiled with, each with why, where not
+    the chip's own (its `tritons`, else its backend's base version)."""
+    target: str
+    why: str
+    tritons: Optional[tuple] = None
+
+
+_TRITON_36 = ("3.6", "FlagGems' CI runs Triton 3.6.0")
 JUDGE_CHIPS = {
-    "nvidia": JudgeChip("NVIDIA", "cuda:90", tritons=(("3.6", "FlagGems' CI runs Triton 3.6.0"),
-                                                      ("3.5", "the competition asks for Triton 3.5 compatibility")),
-                        more_targets=(("cuda:80", "the judge's NVIDIA GPU is probably an A100 (sm_80)"),)),
+    # sm_90 (the H100 and H200 of this kit's GPU sessions, which run every exact rung with Triton 3.0, 3.1, 3.5 and
+    # 3.6) with CI's Triton; the judge's part with 3.5 as well: an A100 at the one station that lists it, with
+    # PyTorch 2.9.0, which pins triton 3.5.0 (PLATFORMS.md).
+    "nvidia": JudgeChip("NVIDIA", "cuda:90", tritons=(_TRITON_36,),
+                        more_targets=(MoreTarget("cuda:80", "the judge's NVIDIA GPU is probably an A100 (sm_80)",
+                                                 (_TRITON_36, ("3.5", "the competition asks for Triton 3.5 "
+                                                                      "compatibility"))),)),
     "hygon": JudgeChip("Hygon DCU", "hip:gfx90a", "gfx936 (BW1000), which upstream Triton lacks", plan_arch="gfx936"),
     "iluvatar": JudgeChip("Iluvatar (TianShu)", "hip:gfx90a", "Iluvatar CoreX's cuda fork (64-wide warps)"),
     "metax": JudgeChip("MetaX", "hip:gfx90a", "maca (64-wide warps)"),
@@ -122,21 +134,23 @@ class JudgeRow(NamedTuple):
 
 
 def chip_targets(chip):
-    """A chip's targets: its target, then its more_targets (its own, as the first is where it is no stand-in)."""
-    return (chip.target, *(target for target, _ in chip.more_targets))
+    """A chip's targets, each with the Tritons it is compiled with ((minor, why) pairs; none: the backend's base
+    version): its target, then its more_targets (its own, as the first is where it is no stand-in)."""
+    return ((chip.target, chip.tritons),
+            *((more.target, chip.tritons if more.tritons is None else more.tritons) for more in chip.more_targets))
 
 
 def judge_rows():
     """The rows of JUDGE_CHIPS, in its order: one per chip, target and Triton it is compiled with."""
     rows = []
     for name, chip in JUDGE_CHIPS.items():
-        for target in chip_targets(chip):
+        for target, tritons in chip_targets(chip):
             target_backend, arch, _ = compile_matrix.parse_target(target)
             own_target = chip.stands_in_for is None or target != chip.target
             stands_in_for = None if own_target else chip.stands_in_for
             plan_arch = arch if own_target else chip.plan_arch
             sm_count = compile_matrix.multiprocessors(target_backend, arch)
-            for triton, why in chip.tritons or ((None, ""),):
+            for triton, why in tritons or ((None, ""),):
                 rows.append(JudgeRow(name, chip.label, target, stands_in_for, triton, plan_arch, sm_count, why))
     return tuple(rows)
 
@@ -145,8 +159,12 @@ def describe_chips():
     """JUDGE_CHIPS as the module docstring (and --help) lists them."""
     lines = [f"  {'chip':<20} {'Triton':<30} compiled for"]
     for chip in JUDGE_CHIPS.values():
-        tritons = " and ".join(version for version, _ in chip.tritons) or "its base version (BACKENDS)"
-        target = " and ".join(chip_targets(chip)) + (f", stand-in for {chip.stands_in_for}" if chip.stands_in_for else "")
+        targets = chip_targets(chip)
+        every = list(dict.fromkeys(version for _, tritons in targets for version, _ in tritons))
+        tritons = " and ".join(every) or "its base version (BACKENDS)"
+        target = " and ".join(t + ("" if [v for v, _ in versions] == every else
+                                   f" ({' and '.join(v for v, _ in versions)} only)") for t, versions in targets)
+        target += f", stand-in for {chip.stands_in_for}" if chip.stands_in_for else ""
         lines.append(f"  {chip.label:<20} {tritons:<30} {target}")
     return "\n".join(lines)
 
@@ -964,7 +982,7 @@ def format_table(rows, shape_count):
     notes = [f"  {row.label} on {row.target}: a stand-in for {row.stands_in_for}" for row in shown if row.stands_in_for]
     for row in shown:
         chip = JUDGE_CHIPS.get(row.backend)
-        why = dict(chip.more_targets).get(row.target) if chip else None
+        why = {more.target: more.why for more in chip.more_targets}.get(row.target) if chip else None
         limits = compile_matrix.SM_LIMITS.get(compile_matrix.parse_target(row.target)[:2])
         if why:
             notes.append(f"  {row.label} on {row.target}: {why}")

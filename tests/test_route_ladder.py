@@ -112,14 +112,15 @@ def test_an_error_at_run_time_is_raised_and_the_route_kept(monkeypatch):
     assert solution.route_for("cpu") == "generic_per_element"
 
 
-@pytest.mark.parametrize("route", ["plain", "ascend_transposed", "ascend_columns"])
-def test_the_two_pass_rungs_give_the_bytes_of_the_main_kernel(route, monkeypatch):
+# Ascend's two-pass rungs: tests/test_two_pass_rungs.py holds them to the same bytes on every cpu_small shape
+# (its 256x128 launches their kernels with this shape's constexprs: one group's grad scales a store, two y's).
+def test_the_plain_rung_gives_the_bytes_of_the_main_kernel(monkeypatch):
     M, H = 256, 384
     x, gy = harness.make_inputs(M, H, seed=9, family="specials")
     _fresh_device(monkeypatch)
     expected = harness.new_outputs(M, H)
     solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *expected)
-    _fresh_device(monkeypatch, forced_route=route)
+    _fresh_device(monkeypatch, forced_route="plain")
     out = harness.new_outputs(M, H)
     solution.silu_dot_fwd_bwd_quant_fuse(x, gy, *out)
     assert [harness.differing_bytes(o, e) for o, e in zip(out, expected)] == [0, 0, 0, 0]
