@@ -304,7 +304,7 @@ class ComputeWatch(TorchDispatchMode):
 
     What it cannot see: memory reached through ctypes or from another argument's pointer; what a launch writes where an
     integer argument points, but into an output; torch._C.TensorBase's methods called directly or a watched method or constructor
-    bound before the call; a compiled kernel's run called with no Triton launcher in between; torch.save; a kernel's
+    bound before the call; a launcher's C function called without its launcher class; torch.save; a kernel's
     device_print; under the interpreter, Python run inside a kernel's body. A solution that goes to such lengths
     cheats on purpose; triton_only fails one that computes its outputs on the host and moves them in by ordinary
     means.
@@ -569,9 +569,12 @@ def _launch_entry_points():
 
     JITFunction.run: every compiled launch, kernel[grid](...) and kernel.run(...).
     CompiledKernel.__getitem__: a kernel compiled earlier, launched directly (compiled[grid](...)).
+    The active driver's launcher class, __call__ (kind "launcher call"): every compiled launch on a
+    device, a compiled kernel's run called without its runner too.
     GridExecutor.__call__: every launch under the interpreter. (InterpretedFunction.run, which builds
     one, exists only from Triton 3.6; before that InterpretedFunction.__getitem__ returns one, and a
-    run attribute is set per instance.) Attributes a version lacks are left out.
+    run attribute is set per instance.) Attributes a version lacks are left out, and the launcher
+    class where no driver is active (a host without a device).
     """
     from triton.runtime import interpreter, jit
     try:
@@ -581,6 +584,11 @@ def _launch_entry_points():
     candidates = [(jit, "JITFunction", "run", "launch"), (interpreter, "GridExecutor", "__call__", "launch")]
     points = [(getattr(module, cls_name, None), attr, kind) for module, cls_name, attr, kind in candidates]
     points.append((CompiledKernel, "__getitem__", "launcher"))
+    try:
+        from triton.runtime import driver
+        points.append((driver.active.launcher_cls, "__call__", "launcher call"))
+    except Exception:  # no device, so no driver: no compiled launch either
+        pass
     return [(cls, attr, kind) for cls, attr, kind in points if cls is not None and callable(getattr(cls, attr, None))]
 
 
@@ -618,6 +626,8 @@ def watch_compute(inputs=(), outputs=()):
     def patched(original, kind):
         if kind == "launch":  # self, then the kernel's arguments and the compile options
             return counted(original, takes_options=True)
+        if kind == "launcher call":  # self, the grid, stream, function, metadata and hooks, then the arguments
+            return counted(original, takes_options=False, kernel="a compiled kernel (through its launcher)")
         # A compiled kernel's launcher takes no compile options: they were fixed when it was compiled.
         return lambda self, *args, **kwargs: counted(original(self, *args, **kwargs), takes_options=False,
                                                      kernel=_kernel_name(self))

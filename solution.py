@@ -180,6 +180,10 @@ _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__versio
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
 _SIGMOID_TABLE = hasattr(tl, "gather") and _TRITON_VERSION >= (3, 4)
+# Where CompiledKernel[grid]'s runner reads the launch hooks (_no_launch_hooks).
+_LAUNCH_HOOKS = next((owner for owner in (getattr(triton.compiler, "CompiledKernel", None),
+                                          getattr(getattr(triton, "knobs", None), "runtime", None))
+                      if hasattr(owner, "launch_enter_hook") and hasattr(owner, "launch_exit_hook")), None)
 if hasattr(tl, "gather"):
     @triton.jit
     def _gather(table, idx):
@@ -1797,18 +1801,22 @@ def _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_siz
     """(M, H, the six row strides, whether offsets need 64 bits, the six tensors' addresses), else a ValueError that
     says what is wrong: the rules (_check_layout) run once a signature of the tensors (shapes, strides, dtypes,
     devices), looked up every call; whether outputs share memory is reckoned every call."""
+    global _last_checked
     try:
         signature = (group_size, x.shape, x.stride(), x.dtype, x.device, grad_y.shape, grad_y.stride(), grad_y.dtype,
                      grad_y.device, grad_input_q.shape, grad_input_q.stride(), grad_input_q.dtype, grad_input_q.device,
                      grad_input_s.shape, grad_input_s.stride(), grad_input_s.dtype, grad_input_s.device, y_q_t.shape,
                      y_q_t.stride(), y_q_t.dtype, y_q_t.device, y_s_t.shape, y_s_t.stride(), y_s_t.dtype, y_s_t.device)
-        checked = _checked.get(signature)
+        last = _last_checked  # (signature, checked) of the last call: equal tuples compared, not hashed
+        checked = last[1] if last[0] == signature else _checked.get(signature)
     except Exception:  # not a tensor, or one without strides: the rules say what is wrong
         signature = checked = None
     if checked is None:
         checked = _check_layout((x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t), group_size)
         if signature is not None:
             _checked[signature] = checked
+    if signature is not None:
+        _last_checked = signature, checked
     M, H, strides, index_64, sizes, apart = checked
     addresses = (x.data_ptr(), grad_y.data_ptr(), grad_input_q.data_ptr(), grad_input_s.data_ptr(), y_q_t.data_ptr(),
                  y_s_t.data_ptr())
@@ -1844,6 +1852,7 @@ def _check_layout(tensors, group_size):
 
 
 _checked = {}  # the signature of a call's tensors: what _check_layout found of them
+_last_checked = (None, None)
 
 
 def _check_outputs_apart(addresses, sizes):
@@ -2799,7 +2808,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
                 device.last_ready = (call, scratch, launches)  # the scratch held while the memo holds its address
         if launches is not None:
             for kernel, grid, kernel_args in launches:
-                kernel[grid](*kernel_args, stream=stream)
+                _launch_compiled(kernel, grid, kernel_args, stream)
             return kernel
     key = (M, H, index_64, settings)
     device = _device(x, key)
@@ -2841,18 +2850,40 @@ def _argument_values(args, indices=None):
                                                                           (args[i] for i in indices))]
 
 
+def _no_launch_hooks():
+    """Whether no launch hook is set where this Triton's CompiledKernel[grid] runner reads them (CompiledKernel's own
+    attributes to Triton 3.2, knobs.runtime's after; None, or from 3.5 a HookChain without calls); False where that
+    place is not known."""
+    hooks = _LAUNCH_HOOKS
+    if hooks is None:
+        return False
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    return not getattr(enter, "calls", enter) and not getattr(leave, "calls", leave)
+
+
+def _launch_compiled(kernel, grid, args, stream):
+    """kernel[grid](*args, stream=stream). Where no launch hook is set (and the stream is known), the runner's own
+    call of the kernel's launcher, without the runner: its other work (from Triton 3.5 a LazyDict of launch metadata
+    every launch) serves the hooks alone. Triton 3.0-3.6 and triton-ascend 3.2 call the launcher so."""
+    if stream is not None and _no_launch_hooks():
+        kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata, None, None, None, *args)
+    else:
+        kernel[grid](*args, **({} if stream is None else {"stream": stream}))
+
+
 def _launch_all(found, args, specialization, device, stream=None):
     """Launches a call's kernels (found: _CallKernel) on args of this specialization: after its first launch through
     the JIT, a kernel is launched directly from its compiled kernel (on stream, where given), unless Triton's launcher
     takes other arguments (None) or the JIT's key is not known (Backend.compiled_launch). Returns the last kernel
     launched, and whether every one was launched directly."""
-    direct, on_stream = 0, {} if stream is None else {"stream": stream}
+    direct = 0
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
         if kernel is not None:
             try:
-                kernel[planned.grid](*_argument_values(kernel_args), *kernel.constexpr_values, **on_stream)
+                _launch_compiled(kernel, planned.grid, (*_argument_values(kernel_args), *kernel.constexpr_values),
+                                 stream)
                 direct += 1
                 continue
             except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches

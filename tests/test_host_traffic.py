@@ -5,6 +5,7 @@ On the meta device, which stands in for a GPU where only the device type is read
 it fails there: meta tensors hold no data); under the interpreter, where host and device are one, with real launches.
 """
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -223,6 +224,26 @@ def test_the_watch_follows_addresses_handed_as_integers():
     assert watch.compared_launches == 1
     assert watch.host == ["a kernel, handed host data (torch.tensor), changed 256 bytes of y_s_t"], watch.host
     assert watch.from_inputs.find(check._footprint(outputs[0])).startswith("grad_input_q (which another kernel took")
+
+
+def test_the_watch_counts_a_launcher_called_without_its_runner(monkeypatch):
+    """A compiled kernel's launcher called as its runner calls it (solution.py's launch with no hook set): the launch is
+    counted, once however nested, and an output handed with x's address is marked; the class is restored after."""
+    import triton.runtime
+
+    class StandInLauncher:
+        def __call__(self, grid_x, grid_y, grid_z, stream, function, *args):
+            pass
+
+    monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(
+        active=types.SimpleNamespace(launcher_cls=StandInLauncher)))
+    call = StandInLauncher.__dict__["__call__"]
+    x, grad_y, outputs = _call_tensors("cpu")
+    with check.watch_compute((x, grad_y), outputs) as watch:
+        StandInLauncher()(1, 1, 1, 7, 9, (0, 0), None, None, None, x.data_ptr(), outputs[0].data_ptr(), M)
+    assert watch.launches == 1
+    assert watch.from_inputs.find(check._footprint(outputs[0])).startswith("grad_input_q (which a compiled kernel")
+    assert StandInLauncher.__dict__["__call__"] is call
 
 
 def test_the_watch_restores_what_it_wrapped():

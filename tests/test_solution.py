@@ -620,20 +620,28 @@ def test_a_proofs_run_stamp_compiles_no_binary_of_its_own():
 
 
 class _RecordingKernel:
-    """A compiled kernel that records each launch: its grid, its arguments, its stream."""
+    """A compiled kernel that records each launch: how (through its runner, kernel[grid](...), or its launcher,
+    kernel.run, called as the runner calls it with no launch hook set), its grid, its arguments, its stream."""
+    function, packed_metadata = object(), (1, 2, 3)
 
     def __init__(self):
         self.launches = []
 
     def __getitem__(self, grid):
-        return lambda *args, stream: self.launches.append((grid, args, stream))
+        return lambda *args, stream: self.launches.append(("runner", grid, args, stream))
+
+    def run(self, grid_x, grid_y, grid_z, stream, function, packed_metadata, launch_metadata, enter, leave, *args):
+        assert (function, packed_metadata, launch_metadata, enter, leave) == (
+            self.function, self.packed_metadata, None, None, None)
+        self.launches.append(("launcher", (grid_x, grid_y, grid_z), args, stream))
 
 
 def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_own_arguments(monkeypatch):
     """The ready path (a GPU's, after a key's first direct launch), on a stand-in device: a call whose key is ready
     launches the kernel kept for it, on the driver's stream, with the addresses of its own tensors, the device's table
     and the scratch kept for its stream, and its strides; a second call with the same arguments finds it through the memo; one being
-    captured into a graph takes a scratch of its own and leaves the memo alone; another alignment is not ready."""
+    captured into a graph takes a scratch of its own and leaves the memo alone; another alignment is not ready. With no
+    launch hook set the kernel's launcher is called as its runner calls it; with one set (a profiler's), the runner."""
     M, H = 128, 256
     x, gy = harness.make_inputs(M, H, seed=2)
     out = harness.new_outputs(M, H)
@@ -645,6 +653,8 @@ def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_
     device.scratch_for = types.MethodType(solution._Device.scratch_for, device)
     monkeypatch.setitem(solution._devices, x.get_device(), device)
     monkeypatch.setattr(solution, "_current_stream", lambda device: 7)
+    hooks = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=types.SimpleNamespace(calls=[]))
+    monkeypatch.setattr(solution, "_LAUNCH_HOOKS", hooks)
     _, _, strides, _, addresses = solution._check_inputs(x, gy, *out, 128)
     scratch = device.scratch_for(7, M * H)
     key = (M, H, None, solution._specialization(addresses + (device.table.data_ptr(), scratch.data_ptr()), strides))
@@ -653,7 +663,14 @@ def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_
         assert solution.launch(x, gy, *out) is kernel
     assert device.last_ready[1] is scratch
     expected = ((2, 1, 1), (*(t.data_ptr() for t in (x, gy, *out, device.table, scratch)), M, H, *strides, 5), 7)
-    assert kernel.launches == [expected] * 2
+    assert kernel.launches == [("launcher", *expected)] * 2
+    for hook_set in ({"launch_enter_hook": print}, {"launch_exit_hook": types.SimpleNamespace(calls=[print])}):
+        monkeypatch.setattr(solution, "_LAUNCH_HOOKS", types.SimpleNamespace(**{**vars(hooks), **hook_set}))
+        solution.launch(x, gy, *out)
+        assert kernel.launches[-1] == ("runner", *expected)
+    monkeypatch.setattr(solution, "_LAUNCH_HOOKS", None)  # where the runner reads its hooks is not known
+    solution.launch(x, gy, *out)
+    assert kernel.launches[-1] == ("runner", *expected)
     capturing.append(True)
     device.last_ready = None
     monkeypatch.setattr(solution, "_device", lambda *a: pytest.fail("a ready call took the long way"))
@@ -662,7 +679,7 @@ def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_
     except BaseException as exc:  # not ready at its fresh scratch's alignment: the long way, which fails here
         assert "long way" in str(exc)
     else:
-        assert kernel.launches[-1][1][7] != scratch.data_ptr()
+        assert kernel.launches[-1][2][7] != scratch.data_ptr()
     assert device.last_ready is None
     capturing.clear()
     shifted = torch.empty(M * 2 * H + 8, dtype=torch.bfloat16)[8:].view(M, 2 * H)
