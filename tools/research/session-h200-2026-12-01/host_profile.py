@@ -4,7 +4,8 @@ loops of N, the minimum of R rounds, microseconds:
 
     python tools/research/session-h200-2026-12-01/host_profile.py [--solution PATH] [--route ROUTE] [--calls N]
 
-call: the whole public call, back to back; check: _check_inputs; stream: _current_stream; scratch:
+call: the whole public call, back to back; launch_fn: solution.launch alone; capturing: the device's graph-capture
+query; ready_launches: the ready path's own launches (_launch_compiled, where the solution has it); check: _check_inputs; stream: _current_stream; scratch:
 _Device.scratch_for; key: _specialization and the ready lookup; launch: the ready launches alone (CompiledKernel[grid],
 its runner, its C launcher); c_launcher: CompiledKernel.run called directly, hooks none; launch_int, c_launcher_int:
 the same with the eight pointers passed as their addresses (ints: the C launcher then asks neither data_ptr nor the
@@ -93,6 +94,11 @@ def main():
     run_int = int_args if indices is None else [int_args[i] for i in indices]
     parts["c_launcher_int"] = best(lambda: kernel.run(*grid, stream, kernel.function, kernel.packed_metadata, None,
                                                       None, None, *run_int, *constexprs), n)
+    parts["launch_fn"] = best(lambda: s.launch(x, gy, *out), n)  # the call without the public function around it
+    parts["capturing"] = best(device.capturing, n)
+    if hasattr(s, "_launch_compiled") and device.last_ready is not None:  # the ready path's own launches
+        parts["ready_launches"] = best(lambda: [s._launch_compiled(k, g, a, stream) for k, g, a in device.last_ready[2]],
+                                       n)
     sink = torch.empty(1, device="cuda")
     parts["empty_jit"] = best(lambda: _empty_kernel[(1,)](sink), n)
     empty = _empty_kernel[(1,)](sink)
