@@ -1461,13 +1461,14 @@ def _witness_check_kernel(grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, expected_gq_
                         differ = got.to(tl.int32) != expected.to(tl.int32)
                     elif output % 2 == 0:
                         differ = _finite(expected_s) & (tl.abs(got.to(tl.int32) - expected.to(tl.int32)) > 2)
-                    elif EXACT:
-                        differ = _differ(got, expected_s)
+                    elif EXACT:  # a scale in its bits, any NaN for a NaN
+                        same_nan = _is_nan(got) & _is_nan(expected_s)
+                        differ = (_bits(got) != _bits(expected_s)) & ~same_nan
                     else:
                         differ = _finite(expected_s) & ~(tl.abs(got - expected_s) <= 2**-6 * tl.abs(expected_s))
-                    count += _at(differ, 1)
-                    compared += _at(code >= 0, 1)  # counted from the codes: a count no compiler can fold
-                    first = tl.minimum(first, _least(differ, code))
+                    wrong, least = _at(differ, 1), _least(differ, code)
+                    # the elements compared counted from their codes: a count no compiler can fold
+                    count, compared, first = count + wrong, compared + _at(code >= 0, 1), tl.minimum(first, least)
             tile += tl.num_programs(0)
             step += 1
         _stamped_record(record_ptr + tl.program_id(0) * 16 + output * 4, count, compared, first, stamp)
