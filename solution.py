@@ -1344,8 +1344,7 @@ def route_compositions(route):
 
 
 # ---------------------------------------------------------------- the witness: the call's own kernels proven on real values
-# The call's own kernels run at its shape on the host's input, and a check kernel compares every output byte with the
-# host's expectations (_witness_verdict runs them). PLATFORMS.md, "The witness", holds the account.
+# The call's kernels at its shape on the host's input, every output byte checked (PLATFORMS.md, "The witness").
 WITNESS_CHANNELS = 128 if _INTERPRET else 512
 WITNESS_OUTPUTS = ("grad_input_q", "grad_input_s", "y_q_t", "y_s_t")  # grad_input's, y's; each its int8, its scales
 WITNESS_LAUNCHES = ("witness_input", "witness_evict", "witness_check", "witness_table")
@@ -1486,9 +1485,8 @@ _EVICT_BYTES_UNKNOWN_L2 = 2**27
 
 
 def witness_plan(backend, M, H, *, route, warp_size=None, index_64=False, evict_bytes=None):
-    """{name: KernelLaunch} of the witness's launches for an (M, H) call on a route: "witness_input", "witness_evict"
-    where the route relies on an ordering (evict_bytes: twice the L2 the device tells), "witness_check" (a tolerant
-    route's outputs for gross faults, not bytes) and "witness_table" (launch_plan's "sigmoid_table" if it has one)."""
+    """{name: KernelLaunch} of the witness's launches (WITNESS_LAUNCHES) for an (M, H) call on a route; evict_bytes:
+    twice the L2 the device tells; "witness_table" is launch_plan's "sigmoid_table" where it has one."""
     backend, route = _backend(backend), _route(route)
     warp_size = warp_size or backend.warp_size
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
@@ -1683,9 +1681,8 @@ def _quantized_groups(values):
 
 
 def _witness_expected(channels, finite_only, table):
-    """{output: its expected values over the region, a flat list}: grad_input_q 128 rows of 2 * channels int8 (the gate
-    half's channels, then the up half's), grad_input_s 128 rows of 2 * channels / 128 scales, y_q_t channels rows of
-    128, y_s_t channels scales."""
+    """{output: its expected values over the region, a flat list}: grad_input_q 128 rows of the gate half's channels,
+    then the up half's; grad_input_s their scales; y_q_t channels rows of 128 tokens; y_s_t their scales."""
     bits, n = _witness_region(channels, finite_only), 128 * channels
     gate, up, gy = (_f32_of_bits([b << 16 for b in bits[i * n:(i + 1) * n]]) for i in range(3))
     sig = [table[_table_entry(b)] for b in bits[:n]]
@@ -1711,8 +1708,8 @@ def _round_f32_struct(x):
 
 
 def _arbiter_group(inputs, half, table):
-    """(the int8 of a group of d_gate (half 0), d_up (1) or y (2), its scale) from its elements' (gate, up, grad_y),
-    recomputed an element at a time with _round_f32_struct: the arbiter, sharing no list code with _witness_expected."""
+    """The arbiter: (the int8, the scale) of a group of d_gate (half 0), d_up (1) or y (2) from its elements' (gate,
+    up, grad_y), an element at a time with _round_f32_struct, sharing no code with _witness_expected's lists."""
     r = _round_f32_struct
     values = []
     for gate, up, gy in inputs:
@@ -1732,10 +1729,9 @@ def _arbiter_group(inputs, half, table):
 
 
 def _table_fault(table, loose=False):
-    """Why the table read back is not the sigmoid: an entry more than 4 fp32 ulps from Python's double-precision sigmoid
-    (loose: 2**-10 relatively, for a table filled with the backend's tl.exp and /), where that is normal (gates above
-    -80); None where every one is within. A table rung reads the table the expectations read: a wrong table would pass
-    its witness unseen."""
+    """Why the table read back is not the sigmoid (a table rung reads the table the expectations read): an entry, where
+    normal (gates above -80), more than 4 fp32 ulps from Python's double-precision sigmoid (loose: 2**-10 relatively,
+    for a table filled with the backend's tl.exp and /); None where every one is within."""
     gates = _f32_of_bits([((i % 2) << 31) | ((_LUT_LO + i // 2) << 16) for i in range(len(table))])
     for gate, got in zip(gates, table):
         true = 1.0 / (1.0 + math.exp(-gate))
