@@ -1116,8 +1116,8 @@ _INFINITY = tl.constexpr(float("inf"))
 _FIRST_NONE = tl.constexpr(2**31 - 1)
 # A program's ROWS x 128 inputs; the quantizer's absmax values: every EXPONENT_STEP-th fp32 exponent (and 255), with
 # ABSMAX_PER_EXPONENT mantissas; PIPELINE_ROWS rows of 128 triples. On a device 33,152 programs, within the smallest
-# grid dimension of a backend whose ladder probes (65,535). Under the interpreter (numpy, ~1000x slower; each program's
-# cost mostly its own) fewer, larger programs over a sparser set: still every bf16 gate, v and high half.
+# grid dimension of a probing backend (65,535); under the interpreter (~1000x slower, mostly per program) fewer,
+# larger programs over a sparser set, still every bf16 gate, v and high half.
 _PROBE_SIZE_ON_DEVICE = {"ROWS": 16, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 1, "PIPELINE_ROWS": 1024}
 PROBE_SIZE = ({"ROWS": 256, "ABSMAX_PER_EXPONENT": 4, "EXPONENT_STEP": 32, "PIPELINE_ROWS": 256} if _INTERPRET
               else _PROBE_SIZE_ON_DEVICE)
@@ -1203,11 +1203,10 @@ def _probe_pipeline(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constex
 def _probe_kernel(probe_ptr, table_ptr, ROWS: tl.constexpr, ABSMAX_PER_EXPONENT: tl.constexpr,
                   EXPONENT_STEP: tl.constexpr, PIPELINE_ROWS: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                   CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """Each native helper of a route beside its IEEE twin, check by check (PROBE_CHECKS), on inputs that cover every
-    class on which the two could differ. IEEE: the features an earlier probe here turned IEEE (their checks then
-    compare the IEEE form with itself, but the sigmoid's, which proves the table's read). Each program of ROWS x 128
-    inputs k (row-major) writes its record: its count of differences, then at its first the input's bits (for
-    _probe_verdict) and the native and IEEE results' bits."""
+    """Each native helper of a route beside its IEEE twin, check by check (PROBE_CHECKS), on inputs covering every class
+    where the two could differ; IEEE: the features an earlier probe turned IEEE (their checks then compare the IEEE form
+    with itself, but the sigmoid's, which proves the table's read). Each program of ROWS x 128 inputs k writes its
+    record: its count of differences, then at its first k the input's bits and the native and IEEE results' bits."""
     program = tl.program_id(0)
     first = 0  # the check's first program
     for check in tl.static_range(5):
