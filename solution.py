@@ -1771,9 +1771,6 @@ def _expected_layout(M, H):
             "y_s_t": ((H, M // GROUP_SIZE), torch.float32)}
 
 
-_ARGUMENT_NAMES = tuple(_expected_layout(GROUP_SIZE, GROUP_SIZE))
-
-
 def _row_stride(name, t, shape, dtype, device):
     """(t's row stride, the elements its rows span), else a ValueError: rows may have any stride that keeps them apart
     and fits int32; a row's elements are adjacent."""
@@ -1858,14 +1855,13 @@ _last_checked = (None, None)
 def _check_outputs_apart(addresses, sizes):
     """A ValueError where an output's bytes (from its first element to its last) meet an input's or another output's;
     x and grad_y, only read, may share."""
-    ends = [start + size for start, size in zip(addresses, sizes)]
+    ends, names = [start + size for start, size in zip(addresses, sizes)], list(_expected_layout(1, 1))
     for i in range(2, 6):
         for j in range(i):
             if addresses[i] < ends[j] and addresses[j] < ends[i]:
-                raise ValueError(f"{_ARGUMENT_NAMES[i]} shares memory with {_ARGUMENT_NAMES[j]}: every output must "
-                                 "have memory of its own, shared with no input and no other output (a tensor's "
-                                 "memory here: its bytes from its first element to its last, the gaps between "
-                                 "strided rows included)")
+                raise ValueError(f"{names[i]} shares memory with {names[j]}: every output must have memory of its "
+                                 "own, shared with no input and no other output (a tensor's memory here: its bytes "
+                                 "from its first element to its last, the gaps between strided rows included)")
 
 
 # ---------------------------------------------------------------- devices and the launcher
