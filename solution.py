@@ -1893,11 +1893,26 @@ def _target(x):
         return ("unknown", None, 0, None)
 
 
+def _device_counts(x, module, index):
+    """(its SMs (on Ascend its vector cores), twice its L2, its name) of x's device, each None where not told."""
+    sm_count = evict_bytes = name = None
+    if x.is_cuda:
+        properties = torch.cuda.get_device_properties(x.device)
+        sm_count = properties.multi_processor_count
+        evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
+    elif x.device.type == "npu":
+        with contextlib.suppress(Exception):
+            cores = triton.runtime.driver.active.utils.get_device_properties(index)["num_vectorcore"]
+            sm_count = cores if isinstance(cores, int) and cores > 0 else None
+        with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
+            triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
+    with contextlib.suppress(Exception):  # no module, or none that names its devices
+        name = module.get_device_name(x.device)
+    return sm_count, evict_bytes, name
+
+
 class _Device:
-    """One device's state, set up on its first call there: its backend and target, its ladder (routes: the rungs
-    remaining, the first taken; left: (route, why) of each rung left; probes and ieee: what a rung's probe found and the
-    features it runs in their IEEE form), the sigmoid table, what each shape key (M, H, index_64, settings) launches,
-    what the proofs found, the ready calls and the scratch. The ladder (_take_first_rung, _leave_rung) and the proofs
+    """One device's state, set up on its first call there; the ladder (_take_first_rung, _leave_rung) and the proofs
     (_prove) act on it."""
 
     def __init__(self, x):
@@ -1909,31 +1924,21 @@ class _Device:
                              f"({triton.__version__}) lacks or cannot compile; choose a route without the table")
         self.index, self.module = x.get_device(), _device_module(x)
         target, self.arch, reported_warp_size, self.target = _target(x)
-        self.sm_count = self.evict_bytes = None  # the SMs (on Ascend the vector cores); twice L2, where it is told
-        if x.is_cuda:
-            properties = torch.cuda.get_device_properties(x.device)
-            self.sm_count = properties.multi_processor_count
-            self.evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
-        elif x.device.type == "npu":
-            with contextlib.suppress(Exception):
-                cores = triton.runtime.driver.active.utils.get_device_properties(self.index)["num_vectorcore"]
-                self.sm_count = cores if isinstance(cores, int) and cores > 0 else None
-            with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
-                triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
-        try:
-            name = self.module.get_device_name(x.device)
-        except Exception:  # no module, or none that names its devices
-            name = None
+        self.sm_count, self.evict_bytes, name = _device_counts(x, self.module, self.index)
         self.backend = backend_for(x.device.type, target, name)
         self.warp_size = reported_warp_size or self.backend.warp_size
+        # The ladder: the rungs remaining (the first taken), (route, why) of each left, and by route what its probe
+        # found ({check: differences}) and the features it runs in their IEEE form ({feature: why}).
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
-        self.left, self.probes, self.ieee = [], {}, {}  # [(route, why)]; route: {check: differences}, {feature: why}
-        self.launches, self.proof_launches, self.settings = {}, {}, {}  # key: [_CallKernel], {name: launch}, settings
+        self.left, self.probes, self.ieee = [], {}, {}
+        # By shape key (M, H, index_64, settings): its [_CallKernel], its proofs' launches by name, its settings.
+        self.launches, self.proof_launches, self.settings = {}, {}, {}
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
-        # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's.
+        # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's; the
+        # driver's current device and stream, asked every ready call, bound once.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
                                and not self.specializes_on_storage_size)
-        if self.launches_ready:  # the driver's current device and stream, asked every ready call: bound once
+        if self.launches_ready:
             try:
                 driver = triton.runtime.driver.active
                 self.current_device, self.current_stream = driver.get_current_device, driver.get_current_stream
@@ -1947,12 +1952,12 @@ class _Device:
         capturing = getattr(self.module, "is_current_stream_capturing", None)
         self.capturing = capturing if callable(capturing) else lambda: False
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
-        self.table_values = None  # the table, read back once filled (the witness's expectations read it)
-        self.table_launch = None  # the launch that filled it, which fills the witness's own table too
-        self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
-        self.cannot_judge = {}  # proof: why it cannot judge this device's kernels, once found
-        self.expectations = {}  # finite_only: the witness's expectations, from this table (_witness_expectations)
-        self.proofs_compiled = set()  # the compile keys of the proofs' kernels compiled here
+        # The table read back once filled (the witness's expectations read it) and the launch that filled it (which
+        # fills the witness's own table too); the proofs: (proof, what its pass proves) and (shape key,
+        # specialization) all passed on this rung, {proof: why it cannot judge here}, the witness's expectations by
+        # finite_only (_witness_expectations), the compile keys of the proofs' kernels compiled here.
+        self.table_values = self.table_launch = None
+        self.proven, self.cannot_judge, self.expectations, self.proofs_compiled = set(), {}, {}, set()
 
     @property
     def route(self):
