@@ -1994,11 +1994,10 @@ class _CallKernel(NamedTuple):
 
 
 def _take_first_rung(device, shape=None):
-    """Makes the first remaining rung one that runs here: its table filled and a native rung's probe run, their kernels
-    compiled in one batch of children with the witness's and those of the call setting the device up (shape: its key),
-    so that a cold start waits for the slowest compile, not the sum. A rung whose kernel does not compile, or whose
-    probe finds a difference that no feature in its IEEE form explains, is left; one that a feature explains turns it
-    IEEE. An error at run time is raised, not hidden."""
+    """Makes the first remaining rung one that runs here: its table filled, a native rung's probe run, their kernels
+    compiled in one batch of children with the witness's and the setting-up call's (shape: its key). A rung whose kernel
+    does not compile, or whose probe finds a difference no IEEE feature explains, is left; one a feature explains turns
+    that feature IEEE. An error at run time is raised, not hidden."""
     while True:
         plan = device._plan(GROUP_SIZE, GROUP_SIZE)
         probe = plan.get("probe")
@@ -2050,9 +2049,8 @@ def _take_first_rung(device, shape=None):
 
 
 def _leave_rung(device, why, mechanism=None):
-    """Leaves the first rung, with one warning that says why (a RuntimeError where none remains), and what every shape
-    found on it; mechanism: an ordering found broken, which every rung relying on it is left with. The caller then
-    takes the next rung (_take_first_rung)."""
+    """Leaves the first rung, and what every shape found on it, with one warning that says why (a RuntimeError where
+    none remains); mechanism: an ordering found broken, which every rung relying on it is left with."""
     failed = [r for r in device.routes if r == device.route or mechanism and ROUTE_TABLE[r].ordering == mechanism]
     if mechanism:
         why += f": every rung relying on the {mechanism} ({ORDERINGS[mechanism]}) is left with it"
@@ -2080,9 +2078,9 @@ def _kernel_failed(device, exc):
 
 
 def _call_launches(device, key, args, specialization):
-    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings), settings None: the route's own), found once
-    per shape: the first rung whose kernels, and the proofs' launches planned with them, all compile for these
-    arguments. A persistent rung's grid is then planned again from the programs an SM holds of its compiled kernel."""
+    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings); settings None: the route's own), found once a
+    key: the first rung whose kernels and proofs' launches all compile for these arguments. A persistent rung's grid is
+    then planned again from the programs an SM holds of its compiled kernel."""
     M, H, index_64, settings = key
     found = device.launches.get(key)
     resident = None
@@ -2118,8 +2116,8 @@ def _call_launches(device, key, args, specialization):
 
 
 def ladder_for(device):
-    """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
-    ("left: why"), the one taken ("taken", with what its proofs found), and those below it ("not tried")."""
+    """[(route, how it stands)] of a torch device's ladder, set up as route_for does: "left: why", "taken" (with what
+    its proofs found), "not tried"."""
     dev = _device(torch.empty(0, device=device))
     notes = [] if ROUTE_TABLE[dev.route].exact else [
         "not byte-exact: the last rung computes as the reference is written, with the backend's exp, division and "
@@ -2155,8 +2153,8 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 def _prove(device, key, specialization, found, args):
-    """Runs the proofs that the rung's kernels have not passed for a call yet; returns the first verdict that leaves the
-    rung (having left it), or None."""
+    """Runs the proofs the rung's kernels have not passed for a call; the first verdict that leaves the rung (left), or
+    None."""
     _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
     for proof in PROOFS:
         if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
@@ -2203,9 +2201,9 @@ def _witness_pairs(device):
 
 
 def _witness_host_work(device, pairs, wait_for):
-    """The witness's host work, done while the children compile pairs: its input; and once the table's child has
-    compiled it (wait_for: None where no child compiles), the table compiled here from the cache, filled, read back,
-    and the expectations computed from it. What fails here is met again after the children, where it says why."""
+    """The witness's host work while the children compile pairs: its input; once the table's child has compiled it
+    (wait_for None: no child compiles), the table compiled here, filled, read back, and the expectations computed. What
+    fails here is met again after the children, where it says why."""
     finite_only = not ROUTE_TABLE[device.route].exact
     table = next((i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")), None)
     with contextlib.suppress(Exception):
@@ -2243,11 +2241,10 @@ def _ordering_pairs(plan, device):
                       torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
-# A proof's check kernel writes its run's stamp, a number of the run's own, last in each of its records
-# (_stamped_record): a record holding another was not written by that run (a store the compiler dropped, a launch that
-# did not run, memory that a caching allocator handed back holding an earlier run's record), and the proof cannot
-# judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a record's counts, another for each
-# copy of this module that a process loads (their records share an allocator).
+# A proof's check kernel writes its run's stamp last in each of its records (_stamped_record): a record holding
+# another was not written by that run (a store the compiler dropped, a launch that did not run, an earlier run's
+# record that a caching allocator handed back), and the proof cannot judge. Stamps count up from a random start in
+# [2**30, 1.5 * 2**30): far above a record's counts, another for each copy of this module a process loads.
 _STAMPS = itertools.count(2**30 + int.from_bytes(os.urandom(4), "little") % 2**29)
 
 
@@ -2265,8 +2262,8 @@ def _unstamped(values, stamp):
 
 
 def _ordering_verdict(device, key, found, args):
-    """Runs the ordering check planned with a call's launches (_ordering_check_kernel) and reads its records: any
-    violation is a race, which costs every rung relying on the ordering (Verdict.mechanism)."""
+    """Runs the ordering check planned with a call's launches and reads its records: a violation is a race, which
+    costs every rung relying on the ordering."""
     launch = device.proof_launches[key]["ordering"]
     programs = launch.grid[0]
     slots = torch.empty(programs * GROUP_SIZE * GROUP_SIZE, dtype=torch.bfloat16, device=args[0].device)
@@ -2289,23 +2286,9 @@ def _ordering_verdict(device, key, found, args):
     return Verdict()
 
 
-def _compile_proofs(device, pairs):
-    """Compiles the proofs' kernels of pairs that this device has not compiled yet for their arguments' alignment
-    (_take_first_rung compiles them for every shape but 64-bit ones); why they cannot run, or None."""
-    pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
-    if not pending:
-        return None
-    try:
-        _compile_all(pending, device)
-    except KernelFailure as exc:
-        return _compile_failure(exc)
-    device.proofs_compiled.update(_compile_key([pair]) for pair in pending)
-    return None
-
-
 def _witness_expectations(device, finite_only):
-    """(the expectations as lists (_witness_expected); on the device, by argument name, the check kernel's
-    expectations and the input kernel's region), computed and uploaded once a device from its table."""
+    """(the expectations as lists (_witness_expected), {argument name: the check kernel's expectations and the input
+    kernel's region, on the device}), computed from the device's table once."""
     if finite_only not in device.expectations:
         lists = _witness_expected(WITNESS_CHANNELS, finite_only, device.table_values)
         on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.float32 if i % 2 else torch.int8)
@@ -2317,11 +2300,10 @@ def _witness_expectations(device, finite_only):
 
 
 def _witness_verdict(device, key, found, args):
-    """Runs a call's kernels (found) at its shape on the witness's input, into buffers of the witness's own laid out as
-    the call's arguments (host data reaches none of the call's), and compares every output byte with the
-    expectations; where the rung relies on an ordering _WITNESS_RUNS times, each run's input pushed out of L2 first,
-    else twice: runs that differ are a race. A difference costs no rung where the host, judging the element again, the input
-    written again or the arbiter lays it at the witness's own door."""
+    """Runs a call's kernels (found) at its shape on the witness's input, in buffers of its own laid out as the call's,
+    and compares every output byte with the expectations; _WITNESS_RUNS times where the rung relies on an ordering,
+    each run's input pushed out of L2 first, else twice: runs that differ are a race. A difference costs no rung where
+    the host judging the element again, the input written again or the arbiter lays it at the witness's own door."""
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
@@ -2340,10 +2322,15 @@ def _witness_verdict(device, key, found, args):
                                    **launch.options)
 
     before = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
-    why = _compile_proofs(device, [(launch, tuple(named[name] for name in launch.signature))
-                                   for launch in before + [check]])
-    if why:
-        return Verdict(unjudged=why)
+    pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in before + [check]]
+    # _take_first_rung compiled them for every shape but 64-bit ones, at its alignments
+    pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
+    if pending:
+        try:
+            _compile_all(pending, device)
+        except KernelFailure as exc:
+            return Verdict(unjudged=_compile_failure(exc))
+        device.proofs_compiled.update(_compile_key([pair]) for pair in pending)
     run(device.table_launch)  # the witness's own table, by the launch that filled the device's
     specialization = _specialization_of(device, own[:8], tuple(args[10:16]))
     runs = []
@@ -2433,9 +2420,8 @@ def _first_line(exc):
 
 def _compile_all(pairs, device=None, while_compiling=None):
     """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure naming the launch
-    that cannot run here. On a device (its _Device) each compiles first in a child process of its own, all at once
-    (_compile_in_children), then here, from Triton's cache. while_compiling: host work done as the children compile,
-    given a function that waits for one job's child and returns its verdict (None where no child compiles)."""
+    that cannot run here. On a device each compiles first in a child process of its own, all at once, then here from
+    Triton's cache. while_compiling: host work done meanwhile, given wait_for(i) (None where no child compiles)."""
     if device is not None and not _INTERPRET:
         _compile_in_children(pairs, device.target, device.index, while_compiling)
     elif while_compiling is not None:
@@ -2453,8 +2439,8 @@ def _compile_all(pairs, device=None, while_compiling=None):
 
 
 def _compile(launch, args):
-    """The compiled kernel of a launch for these arguments (None under the interpreter), loaded with the loader's checks
-    (shared memory; Iluvatar's threads) without running it: KernelFailure "does not load", not an error at run time."""
+    """The compiled kernel of a launch for args (None under the interpreter), loaded with the loader's checks (shared
+    memory; Iluvatar's threads) without running it: a KernelFailure "does not load", not an error at run time."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
@@ -2473,8 +2459,8 @@ class _DriverAsked(AttributeError):
 
 class _ChildDriver:
     """Triton's driver in a compiling child: the parent's target and device index and a null stream, all that the JIT
-    of Triton 3.0, 3.1, 3.2, 3.5, 3.6, 3.9 and triton-ascend 3.2 asks, and no device call (no device context survives a
-    fork). Anything else raises _DriverAsked, and the parent compiles alone."""
+    asks (Triton 3.0-3.9, triton-ascend 3.2), and no device call (no device context survives a fork). Anything else
+    raises _DriverAsked, and the parent compiles alone."""
 
     def __init__(self, target, index):
         self.get_current_target, self.get_current_device = (lambda: target), (lambda: index)
@@ -2493,13 +2479,12 @@ _forking = threading.Lock()
 
 
 def _compile_in_children(pairs, target, index, while_compiling=None):
-    """Compiles each (launch, args) in a forked child of its own, all at once (_in_children), into Triton's cache for
-    this process's compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs
-    the rung, not the run. A child's death is the kernel's (KernelFailure "kills its compiler") only where a fresh
-    interpreter's compile of the kernel dies too: on Triton 3.0 and 3.1 a child can die for its parent's sake (see
-    _in_children), and a safeguard must never cost a sound rung. Where no child can compile (no fork, no target, a
-    deadline passed, a JIT asking the driver for more, a death that was this process's), this process compiles alone
-    from then on, with one warning. while_compiling: as in _compile_all."""
+    """Compiles each (launch, args) in a forked child of its own, all at once, into Triton's cache for this process's
+    compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not
+    the run. A death is the kernel's (KernelFailure "kills its compiler") only where a fresh interpreter's compile dies
+    too: on Triton 3.0 and 3.1 a child can die for its parent's sake (_in_children). Where no child can compile (no
+    fork, no target, a deadline passed, a JIT asking the driver for more, a death that was this process's), this
+    process compiles alone from then on, with one warning."""
     why = ("Triton's driver gives no target" if target is None else
            None if hasattr(os, "fork") else "this platform has no os.fork")
     if _no_children or why:
@@ -2526,9 +2511,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
 
 
 def _keys_before_fork(kernels):
-    """Computes before the children fork the keys Triton computes once a process, its own and each kernel's, for the
-    children to inherit: from Triton 3.5 a kernel's key depends on the kernels keyed before it, and a key that differed
-    here would miss the child's binary in the cache (PERF_NOTES.md, seventeenth round)."""
+    """The keys Triton computes once a process, its own and each kernel's, computed before the forks for the children
+    to inherit: from Triton 3.5 a kernel's key depends on those keyed before it (PERF_NOTES.md, seventeenth round)."""
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # its home from Triton 3.5; before
         with contextlib.suppress(Exception):  # not there; or it fails, and the compile meets that again and says why
             sys.modules[module].triton_key()
@@ -2541,11 +2525,10 @@ def _keys_before_fork(kernels):
 
 
 def _in_children(jobs, target, index, while_compiling=None, fresh=False):
-    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a child process of its own, all at once
-    (_start_child; fresh: in a fresh interpreter each), by the child's last line (_child_verdict). while_compiling:
-    as in _compile_all, given wait_for(i), which waits for job i's child alone. What this process left its garbage
-    collector is frozen across the forks: a child collecting it would run destructors without the threads they join
-    (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or hangs)."""
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a child process of its own (fresh: a
+    fresh interpreter each), all at once. What this process left its garbage collector is frozen across the forks: a
+    child collecting it would run destructors without the threads they join (Triton 3.0 and 3.1 leave MLIR contexts
+    with thread pools: a child freeing one dies, or hangs)."""
     freeze = getattr(gc, "freeze", None)
     with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
@@ -2574,9 +2557,8 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
 
 
 def _start_child(job, target, index, fresh=False):
-    """(pid, the read end of the pipe that brings its lines) of a child process compiling job (_compile_and_tell):
-    forked, or (fresh) a new interpreter that the fork runs (_FRESH_COMPILE), which has compiled nothing, with this
-    process's module path, Triton and cache; or (None, why none started)."""
+    """(pid, the read end of the pipe of its lines) of a child compiling job (_compile_and_tell): forked, or (fresh) a
+    new interpreter the fork runs (_FRESH_COMPILE) with this process's module path, Triton and cache; or (None, why)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
@@ -2621,11 +2603,9 @@ def _start_child(job, target, index, fresh=False):
 
 
 def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, forked=False):
-    """In a child process (forked, or a fresh interpreter): compiles the kernel through its JIT with _ChildDriver and
-    tells how it went on fd, a line a step: B as its work begins (a forked child's first step may set up the parent's
-    driver, whose death counts as the compile's), then C (compiled), R and why (it raised) or A and what (its JIT
-    asked the driver for more). Then a forked child builds the compiled kernel's C launcher into Triton's cache, for
-    the parent's load: the launchers (a C compile each, 0.3 s) built side by side, not one after another in the parent
+    """In a child: compiles the kernel through its JIT with _ChildDriver, telling on fd a line a step: B as its work
+    begins (a death after it is the compile's), then C (compiled), R and why (it raised) or A and what (its JIT asked
+    the driver for more). A forked child then builds the kernel's C launcher into Triton's cache for the parent's load
     (PERF_NOTES.md, seventeenth round); a failure there leaves it to the parent."""
     os.write(fd, b"B\n")
     build_launcher = _launcher_builder() if forked else None
@@ -2650,10 +2630,9 @@ def _launcher_builder():
 
 
 def _child_verdict(pid, read_end, deadline, fresh=False):
-    """The (verdict, detail) of a child started by _start_child, by the last line it told once it ended, or by the
-    deadline (its process group then killed, its compiler's tools with it): "compiled"; "raised" (this process's
-    compile meets it again); "died" (a signal, or an exit, once its compile began); else "no child" and why (it ran
-    past the deadline, its JIT asked the driver for more, its set-up failed, it ended before its compile began)."""
+    """(verdict, detail) of a child by the last line it told once it ended or the deadline passed (its process group
+    then killed): "compiled"; "raised" (this process's compile meets it again); "died" (a signal or an exit once its
+    compile began); else "no child" and why (past the deadline, its JIT asked for more, its set-up failed...)."""
     status, told = None, b""
     try:
         while status is None and time.monotonic() < deadline:
