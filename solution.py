@@ -1878,8 +1878,7 @@ def _on_device(x):
 
 
 def _target(x):
-    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's active driver reports it; a
-    ValueError for CPU tensors outside the interpreter."""
+    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's driver reports it."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
     if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
@@ -1985,8 +1984,8 @@ class _Device:
 
 
 class _CallKernel(NamedTuple):
-    """One of a call's kernels on the rung taken: its launch, the indices of its arguments among the call's, its
-    compiled kernels by specialization (None: launched through the JIT), the specializations compiled and loaded."""
+    """One of a call's kernels: its launch, its arguments' indices among the call's, its compiled kernels by
+    specialization (None: launched through the JIT), the specializations compiled and loaded."""
     launch: object
     arg_indices: tuple
     compiled: dict
@@ -2003,7 +2002,7 @@ def _take_first_rung(device, shape=None):
         probe = plan.get("probe")
         probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=device.table.device)
         witness = [pair for pair in _witness_pairs(device)
-                   if _compile_key([pair]) not in device.proofs_compiled  # a rung before this one compiled it
+                   if _compile_key(*pair) not in device.proofs_compiled  # a rung before this one compiled it
                    # the same kernel as the rung's own table; or a table already filled
                    and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or device.table_values))]
         call = []  # the kernels of the call that sets the device up, with its ordering check
@@ -2021,7 +2020,7 @@ def _take_first_rung(device, shape=None):
         except KernelFailure as exc:
             _kernel_failed(device, exc)
             continue
-        device.proofs_compiled.update(_compile_key([pair]) for pair in witness + _ordering_pairs(
+        device.proofs_compiled.update(_compile_key(*pair) for pair in witness + _ordering_pairs(
             {launch.name: launch for launch, _ in pairs}, device.table.device))
         # The route's own table, else the witness's (none once the witness cannot judge here).
         table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in _witness_pairs(device)}.get(
@@ -2094,7 +2093,7 @@ def _call_launches(device, key, args, specialization):
                                                if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
         device.settings[key] = planned_with
         ordering = [pair for pair in _ordering_pairs(proofs, device.table.device)
-                    if _compile_key([pair]) not in device.proofs_compiled]
+                    if _compile_key(*pair) not in device.proofs_compiled]
         try:
             # A grid planned again (resident) compiles the same kernels: no children for them again.
             kernels = _compile_all([(kernel.launch, tuple(args[i] for i in kernel.arg_indices)) for kernel in found]
@@ -2104,7 +2103,7 @@ def _call_launches(device, key, args, specialization):
                 _take_first_rung(device, key)
             found = resident = None
             continue
-        device.proofs_compiled.update(_compile_key([pair]) for pair in ordering)
+        device.proofs_compiled.update(_compile_key(*pair) for pair in ordering)
         for call_kernel, kernel in zip(found, kernels):
             if call_kernel.launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
                 resident = resident_programs(kernel, device.index, device.warp_size)
@@ -2185,8 +2184,8 @@ def _cannot_judge(device, proof, why):
 
 
 def _stand_in_pairs(device, launches):
-    """[(launch, stand-in arguments)] of launches, for compiling before a call brings its own: tensors of the kernels'
-    types (KERNEL_ARGUMENTS, the witness's) at the alignment of any allocation here, GROUP_SIZE for each integer."""
+    """[(launch, stand-in arguments)] of launches, to compile before a call brings its own: tensors of the kernels'
+    types at any allocation's alignment here, GROUP_SIZE for each integer."""
     dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
     named = {name: torch.empty(16, dtype=dtypes[kind], device=device.table.device) if kind in dtypes else GROUP_SIZE
              for name, kind in KERNEL_ARGUMENTS + _WITNESS_ARGUMENTS}
@@ -2194,8 +2193,7 @@ def _stand_in_pairs(device, launches):
 
 
 def _witness_pairs(device):
-    """_stand_in_pairs of the witness's kernels, which specialize on no integer: one set serves every shape but 64-bit
-    ones; none once the witness cannot judge here."""
+    """_stand_in_pairs of the witness's kernels (no integer specialized: one set serves all shapes but 64-bit ones)."""
     return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
         device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
 
@@ -2225,11 +2223,10 @@ def _fill_table(device, launch):
         _cannot_judge(device, "witness", fault)
 
 
-def _compile_key(pairs):
-    """What makes (launch, args) pairs one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
-    return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
-                  tuple(a.data_ptr() % _ALIGNMENT for a in launch_args if isinstance(a, torch.Tensor)))
-                 for launch, launch_args in pairs)
+def _compile_key(launch, args):
+    """What makes a launch on args one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
+    return (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
+            tuple(a.data_ptr() % _ALIGNMENT for a in args if isinstance(a, torch.Tensor)))
 
 
 def _ordering_pairs(plan, device):
@@ -2324,13 +2321,13 @@ def _witness_verdict(device, key, found, args):
     before = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
     pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in before + [check]]
     # _take_first_rung compiled them for every shape but 64-bit ones, at its alignments
-    pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
+    pending = [pair for pair in pairs if _compile_key(*pair) not in device.proofs_compiled]
     if pending:
         try:
             _compile_all(pending, device)
         except KernelFailure as exc:
             return Verdict(unjudged=_compile_failure(exc))
-        device.proofs_compiled.update(_compile_key([pair]) for pair in pending)
+        device.proofs_compiled.update(_compile_key(*pair) for pair in pending)
     run(device.table_launch)  # the witness's own table, by the launch that filled the device's
     specialization = _specialization_of(device, own[:8], tuple(args[10:16]))
     runs = []
@@ -2471,7 +2468,7 @@ class _ChildDriver:
 
 
 # A child's compile that runs past this is cut off and this process compiles alone (the rung is kept): a hang costs
-# the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
+# the first call this much once, never a rung.
 CHILD_COMPILE_TIMEOUT_S = 30
 FRESH_COMPILE_TIMEOUT_S = 30  # a fresh interpreter's, past which it cannot tell whether a death was the kernel's
 _no_children = []  # why children no longer compile in this process (empty while they do)
@@ -2700,7 +2697,7 @@ except BaseException as exc:  # in its set-up: _compile_and_tell tells what its 
 
 def resident_programs(kernel, device_index, warp_size):
     """How many programs of a loaded kernel one SM holds at once, by registers and shared memory (as Triton's fused-
-    softmax tutorial reckons); None where not told. It sets how many programs a persistent route launches, no more."""
+    softmax tutorial reckons); None where not told. A persistent route launches that many an SM."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
         held = properties["max_num_regs"] // (kernel.n_regs * kernel.metadata.num_warps * warp_size)
@@ -2715,8 +2712,7 @@ _devices = {}
 
 
 def _device(x, shape=None):
-    """The _Device of x's device, set up on first use, its first rung taken (shape: the (M, H, index_64, settings) of
-    the call that sets it up, if one does, whose kernels compile with the device's)."""
+    """The _Device of x's device, set up on first use (shape: the key of the call that sets it up, if one does)."""
     device = _devices.get(x.get_device())
     if device is None:
         device = _Device(x)
@@ -2728,14 +2724,13 @@ def _device(x, shape=None):
 
 
 def route_for(device):
-    """The route the solution takes on a torch device (set up on first use, as a call would, so
-    SILU_DOT_ROUTE must be set before)."""
+    """The route taken on a torch device (set up as a call would: SILU_DOT_ROUTE is read then)."""
     return _device(torch.empty(0, device=device)).route
 
 
 def _specialization(addresses, strides, storage_sizes=None):
-    """The key a call's compiled kernels are found by: the pointers' addresses modulo _ALIGNMENT and the row strides;
-    on AMD also whether each tensor's storage (storage_sizes, bytes) is under 2 GiB (32-bit buffer offsets)."""
+    """The key of a call's compiled kernels: the pointers' addresses modulo _ALIGNMENT, the row strides; on AMD whether
+    each storage (storage_sizes, bytes) is under 2 GiB too."""
     key = (tuple(address % _ALIGNMENT for address in addresses), strides)
     if storage_sizes is None:
         return key
@@ -2743,8 +2738,7 @@ def _specialization(addresses, strides, storage_sizes=None):
 
 
 def _specialization_of(device, tensors, strides):
-    """_specialization of the main kernel's eight pointer arguments on device, with their storage's size where the
-    device's Triton specializes on it."""
+    """_specialization of the main kernel's eight pointers, their storage's size where the device's Triton asks it."""
     return _specialization([t.data_ptr() for t in tensors], strides, [t.untyped_storage().nbytes() for t in tensors]
                            if device.specializes_on_storage_size else None)
 
@@ -2763,10 +2757,9 @@ def _current_stream(device):
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's kernels; returns the last compiled kernel launched. settings
-    (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key, _specialization, proven and
-    launched directly before) launches its CompiledKernel[grid]s on the driver's stream, with the tensors' addresses. Else the long way: the
-    shape's kernels (_call_launches), compiled for this specialization, proven (_prove) and launched (_launch_all); a
-    rung whose kernel does not compile or load or fails a proof is left, and the call starts again on the next."""
+    (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key proven and launched directly
+    before) launches its compiled kernels on the driver's stream, with the tensors' addresses. Else the long way: its
+    kernels compiled for this specialization, proven, launched; a rung that fails is left, and the call starts again."""
     M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
                                                        group_size)
     tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
@@ -2852,10 +2845,9 @@ def _launch_compiled(kernel, grid, args, stream):
 
 
 def _launch_all(found, args, specialization, device, stream=None):
-    """Launches a call's kernels (found: _CallKernel) on args of this specialization: after its first launch through
-    the JIT, a kernel is launched directly from its compiled kernel (on stream, where given), unless Triton's launcher
-    takes other arguments (None) or the JIT's key is not known (Backend.compiled_launch). Returns the last kernel
-    launched, and whether every one was launched directly."""
+    """Launches a call's kernels (found) on args: after its first JIT launch a kernel is launched from its compiled
+    kernel, unless its launcher takes other arguments or the JIT's key is not known (Backend.compiled_launch). Returns
+    the last kernel launched, and whether every one was launched directly."""
     direct = 0
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
