@@ -1838,14 +1838,11 @@ def _check_layout(tensors, group_size):
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
-    strides, sizes = [], []
-    span = M * H  # the scratch's
-    for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors):
-        row_stride, elements = _row_stride(name, t, shape, dtype, x.device)
-        strides.append(row_stride)
-        span = max(span, elements)
-        sizes.append(elements * t.element_size())
-    return M, H, tuple(strides), span > 2**31, None if x.is_meta else tuple(sizes), [None]
+    found = [_row_stride(name, t, shape, dtype, x.device)
+             for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors)]
+    span = max([M * H] + [elements for _, elements in found])  # the scratch's, and each tensor's
+    sizes = None if x.is_meta else tuple(elements * t.element_size() for (_, elements), t in zip(found, tensors))
+    return M, H, tuple(stride for stride, _ in found), span > 2**31, sizes, [None]
 
 
 _checked = {}  # the signature of a call's tensors: what _check_layout found of them
