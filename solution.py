@@ -1923,12 +1923,11 @@ class _Device:
         self.sm_count, self.evict_bytes, name = _device_counts(x, self.module, self.index)
         self.backend = backend_for(x.device.type, target, name)
         self.warp_size = reported_warp_size or self.backend.warp_size
-        # The ladder: the rungs remaining (the first taken), (route, why) of each left, and by route what its probe
-        # found ({check: differences}) and the features it runs in their IEEE form ({feature: why}).
+        # The rungs remaining (the first taken); [(route, why)] of those left; by route, {check: differences} its
+        # probe found and {feature: why} of the features it runs in their IEEE form.
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
         self.left, self.probes, self.ieee = [], {}, {}
-        # By shape key (M, H, index_64, settings): its [_CallKernel], its proofs' launches by name, its settings.
-        self.launches, self.proof_launches, self.settings = {}, {}, {}
+        self.launches, self.proof_launches, self.settings = {}, {}, {}  # by key: [_CallKernel], {name: launch}, ...
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's; the
         # driver's current device and stream, asked every ready call, bound once.
@@ -1948,11 +1947,9 @@ class _Device:
         capturing = getattr(self.module, "is_current_stream_capturing", None)
         self.capturing = capturing if callable(capturing) else lambda: False
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
-        # The table read back once filled (the witness's expectations read it) and the launch that filled it (which
-        # fills the witness's own table too); the proofs: (proof, what its pass proves) and (shape key,
-        # specialization) all passed on this rung, {proof: why it cannot judge here}, the witness's expectations by
-        # finite_only (_witness_expectations), the compile keys of the proofs' kernels compiled here.
-        self.table_values = self.table_launch = None
+        self.table_values = self.table_launch = None  # the table read back, and the launch that filled it
+        # (proof, what its pass proves) and (key, specialization) passed on this rung; {proof: why it cannot judge};
+        # {finite_only: the witness's expectations}; the compile keys of the proofs' kernels compiled here.
         self.proven, self.cannot_judge, self.expectations, self.proofs_compiled = set(), {}, {}, set()
 
     @property
@@ -2265,8 +2262,7 @@ def _ordering_verdict(device, key, found, args):
     stamp = _run_stamp()
     launch.kernel[launch.grid](slots, record, stamp, **launch.constexprs, **launch.options)
     values = record.cpu().tolist()
-    unwritten = _unstamped(values, stamp)
-    if unwritten:
+    if unwritten := _unstamped(values, stamp):
         return Verdict(unjudged=unwritten)
     violations, compared = sum(values[0::4]), sum(values[1::4])
     total = programs * launch.constexprs["ROUNDS"] * GROUP_SIZE * GROUP_SIZE
@@ -2335,8 +2331,7 @@ def _witness_verdict(device, key, found, args):
         _launch_all(found, own, specialization, device, _current_stream(device))
         run(check)
         values = named["record_ptr"].cpu().tolist()
-        unwritten = _unstamped(values, named["stamp"])
-        if unwritten:
+        if unwritten := _unstamped(values, named["stamp"]):
             return Verdict(unjudged=unwritten)
         runs.append(witness_findings(values, H))
     if any(later != runs[0] for later in runs[1:]):
