@@ -2448,8 +2448,8 @@ class _DriverAsked(AttributeError):
 
 class _ChildDriver:
     """Triton's driver in a compiling child: the parent's target and device index and a null stream, all that the JIT
-    asks (Triton 3.0-3.9, triton-ascend 3.2), and no device call (no device context survives a fork). Anything else
-    raises _DriverAsked, and the parent compiles alone."""
+    of Triton 3.0, 3.1, 3.2, 3.5, 3.6, 3.9 and triton-ascend 3.2 asks, and no device call (no device context survives a
+    fork). Anything else raises _DriverAsked, and the parent compiles alone."""
 
     def __init__(self, target, index):
         self.get_current_target, self.get_current_device = (lambda: target), (lambda: index)
