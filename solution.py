@@ -2010,7 +2010,7 @@ def _take_first_rung(device, shape=None):
         pairs = ([(plan[name], (probe_out, device.table) if name == "probe" else (device.table,))
                   for name in PER_DEVICE_LAUNCHES if name in plan] + witness + call)
         try:
-            _compile_all(pairs, device, lambda wait_for: _witness_host_work(device, pairs, wait_for))
+            _compile_all(pairs, device, while_compiling=lambda wait_for: _witness_host_work(device, pairs, wait_for))
         except KernelFailure as exc:
             _kernel_failed(device, exc)
             continue
@@ -2412,7 +2412,7 @@ def _compile_all(pairs, device=None, while_compiling=None):
     that cannot run here. On a device each compiles first in a child process of its own, all at once, then here from
     Triton's cache. while_compiling: host work done meanwhile, given wait_for(i) (None where no child compiles)."""
     if device is not None and not _INTERPRET:
-        _compile_in_children(pairs, device.target, device.index, while_compiling)
+        _compile_in_children(pairs, device.target, device.index, while_compiling=while_compiling)
     elif while_compiling is not None:
         while_compiling(None)
     kernels = []
@@ -2482,7 +2482,7 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
     else:
         _keys_before_fork(launch.kernel for launch, _ in pairs)
         jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
-        verdicts = _in_children(jobs, target, index, while_compiling)
+        verdicts = _in_children(jobs, target, index, while_compiling=while_compiling)
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
         fresh = _in_children([jobs[i] for i in dead], target, index, fresh=True) if dead else []
         for i, (verdict, detail) in zip(dead, fresh):
@@ -2523,7 +2523,7 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
         if freeze is not None:
             freeze()
         try:
-            started = [_start_child(job, target, index, fresh) for job in jobs]
+            started = [_start_child(job, target, index, fresh=fresh) for job in jobs]
         finally:
             if freeze is not None:
                 gc.unfreeze()
@@ -2533,7 +2533,7 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
     def wait_for(i):
         if i not in verdicts:
             pid, end = started[i]
-            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline, fresh)
+            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline, fresh=fresh)
         return verdicts[i][0]
 
     try:
