@@ -1752,9 +1752,6 @@ def _expected_layout(M, H):
             "y_s_t": ((H, M // GROUP_SIZE), torch.float32)}
 
 
-_ARGUMENT_NAMES = tuple(_expected_layout(GROUP_SIZE, GROUP_SIZE))
-
-
 def _row_stride(name, t, shape, dtype, device):
     """(t's row stride, the elements its rows span), else a ValueError: rows may have any stride that keeps them apart
     and fits int32; a row's elements are adjacent."""
@@ -1822,14 +1819,11 @@ def _check_layout(tensors, group_size):
     if M % GROUP_SIZE or H % GROUP_SIZE or M == 0 or H == 0:
         raise ValueError(f"M and H must be positive multiples of {GROUP_SIZE}, got M={M}, H={H} "
                          f"(x shape {tuple(x.shape)})")
-    strides, sizes = [], []
-    span = M * H  # the scratch's
-    for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors):
-        row_stride, elements = _row_stride(name, t, shape, dtype, x.device)
-        strides.append(row_stride)
-        span = max(span, elements)
-        sizes.append(elements * t.element_size())
-    return M, H, tuple(strides), span > 2**31, None if x.is_meta else tuple(sizes), [None]
+    found = [_row_stride(name, t, shape, dtype, x.device)
+             for (name, (shape, dtype)), t in zip(_expected_layout(M, H).items(), tensors)]
+    span = max([M * H] + [elements for _, elements in found])  # the scratch's, and each tensor's
+    sizes = None if x.is_meta else tuple(elements * t.element_size() for (_, elements), t in zip(found, tensors))
+    return M, H, tuple(stride for stride, _ in found), span > 2**31, sizes, [None]
 
 
 _checked = {}  # the signature of a call's tensors: what _check_layout found of them
@@ -1839,14 +1833,13 @@ _last_checked = (None, None)
 def _check_outputs_apart(addresses, sizes):
     """A ValueError where an output's bytes (from its first element to its last) meet an input's or another output's;
     x and grad_y, only read, may share."""
-    ends = [start + size for start, size in zip(addresses, sizes)]
+    ends, names = [start + size for start, size in zip(addresses, sizes)], list(_expected_layout(1, 1))
     for i in range(2, 6):
         for j in range(i):
             if addresses[i] < ends[j] and addresses[j] < ends[i]:
-                raise ValueError(f"{_ARGUMENT_NAMES[i]} shares memory with {_ARGUMENT_NAMES[j]}: every output must "
-                                 "have memory of its own, shared with no input and no other output (a tensor's "
-                                 "memory here: its bytes from its first element to its last, the gaps between "
-                                 "strided rows included)")
+                raise ValueError(f"{names[i]} shares memory with {names[j]}: every output must have memory of its "
+                                 "own, shared with no input and no other output (a tensor's memory here: its bytes "
+                                 "from its first element to its last, the gaps between strided rows included)")
 
 
 # ---------------------------------------------------------------- devices and the launcher
@@ -1863,8 +1856,7 @@ def _on_device(x):
 
 
 def _target(x):
-    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's active driver reports it; a
-    ValueError for CPU tensors outside the interpreter."""
+    """(backend, arch, warp size or 0, the target or None) of x's device, as Triton's driver reports it."""
     if _INTERPRET:
         return ("interpreter", None, 0, None)
     if x.device.type == "cpu":  # no Triton driver takes CPU tensors: else every rung would fail, none saying why
@@ -1878,11 +1870,26 @@ def _target(x):
         return ("unknown", None, 0, None)
 
 
+def _device_counts(x, module, index):
+    """(its SMs (on Ascend its vector cores), twice its L2, its name) of x's device, each None where not told."""
+    sm_count = evict_bytes = name = None
+    if x.is_cuda:
+        properties = torch.cuda.get_device_properties(x.device)
+        sm_count = properties.multi_processor_count
+        evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
+    elif x.device.type == "npu":
+        with contextlib.suppress(Exception):
+            cores = triton.runtime.driver.active.utils.get_device_properties(index)["num_vectorcore"]
+            sm_count = cores if isinstance(cores, int) and cores > 0 else None
+        with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
+            triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
+    with contextlib.suppress(Exception):  # no module, or none that names its devices
+        name = module.get_device_name(x.device)
+    return sm_count, evict_bytes, name
+
+
 class _Device:
-    """One device's state, set up on its first call there: its backend and target, its ladder (routes: the rungs
-    remaining, the first taken; left: (route, why) of each rung left; probes and ieee: what a rung's probe found and the
-    features it runs in their IEEE form), the sigmoid table, what each shape key (M, H, index_64, settings) launches,
-    what the proofs found, the ready calls and the scratch. The ladder (_take_first_rung, _leave_rung) and the proofs
+    """One device's state, set up on its first call there; the ladder (_take_first_rung, _leave_rung) and the proofs
     (_prove) act on it."""
 
     def __init__(self, x):
@@ -1894,31 +1901,20 @@ class _Device:
                              f"({triton.__version__}) lacks or cannot compile; choose a route without the table")
         self.index, self.module = x.get_device(), _device_module(x)
         target, self.arch, reported_warp_size, self.target = _target(x)
-        self.sm_count = self.evict_bytes = None  # the SMs (on Ascend the vector cores); twice L2, where it is told
-        if x.is_cuda:
-            properties = torch.cuda.get_device_properties(x.device)
-            self.sm_count = properties.multi_processor_count
-            self.evict_bytes = 2 * getattr(properties, "L2_cache_size", 0) or None
-        elif x.device.type == "npu":
-            with contextlib.suppress(Exception):
-                cores = triton.runtime.driver.active.utils.get_device_properties(self.index)["num_vectorcore"]
-                self.sm_count = cores if isinstance(cores, int) and cores > 0 else None
-            with contextlib.suppress(Exception):  # triton-ascend's compiler asks the runtime for the SoC (cached):
-                triton.runtime.driver.active.utils.get_arch()  # asked here, before any fork
-        try:
-            name = self.module.get_device_name(x.device)
-        except Exception:  # no module, or none that names its devices
-            name = None
+        self.sm_count, self.evict_bytes, name = _device_counts(x, self.module, self.index)
         self.backend = backend_for(x.device.type, target, name)
         self.warp_size = reported_warp_size or self.backend.warp_size
+        # The rungs remaining (the first taken); [(route, why)] of those left; by route, {check: differences} its
+        # probe found and {feature: why} of the features it runs in their IEEE form.
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
-        self.left, self.probes, self.ieee = [], {}, {}  # [(route, why)]; route: {check: differences}, {feature: why}
-        self.launches, self.proof_launches, self.settings = {}, {}, {}  # key: [_CallKernel], {name: launch}, settings
+        self.left, self.probes, self.ieee = [], {}, {}
+        self.launches, self.proof_launches, self.settings = {}, {}, {}  # by key: [_CallKernel], {name: launch}, ...
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
-        # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's.
+        # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's; the
+        # driver's current device and stream, asked every ready call, bound once.
         self.launches_ready = (not _INTERPRET and self.backend.compiled_launch
                                and not self.specializes_on_storage_size)
-        if self.launches_ready:  # the driver's current device and stream, asked every ready call: bound once
+        if self.launches_ready:
             try:
                 driver = triton.runtime.driver.active
                 self.current_device, self.current_stream = driver.get_current_device, driver.get_current_stream
@@ -1932,12 +1928,10 @@ class _Device:
         capturing = getattr(self.module, "is_current_stream_capturing", None)
         self.capturing = capturing if callable(capturing) else lambda: False
         self.table = torch.empty(2 * _LUT_N, dtype=torch.float32, device=x.device)
-        self.table_values = None  # the table, read back once filled (the witness's expectations read it)
-        self.table_launch = None  # the launch that filled it, which fills the witness's own table too
-        self.proven = set()  # (proof, what its pass proves) on this rung; (shape key, specialization) all passed
-        self.cannot_judge = {}  # proof: why it cannot judge this device's kernels, once found
-        self.expectations = {}  # finite_only: the witness's expectations, from this table (_witness_expectations)
-        self.proofs_compiled = set()  # the compile keys of the proofs' kernels compiled here
+        self.table_values = self.table_launch = None  # the table read back, and the launch that filled it
+        # (proof, what its pass proves) and (key, specialization) passed on this rung; {proof: why it cannot judge};
+        # {finite_only: the witness's expectations}; the compile keys of the proofs' kernels compiled here.
+        self.proven, self.cannot_judge, self.expectations, self.proofs_compiled = set(), {}, {}, set()
 
     @property
     def route(self):
@@ -1965,8 +1959,8 @@ class _Device:
 
 
 class _CallKernel(NamedTuple):
-    """One of a call's kernels on the rung taken: its launch, the indices of its arguments among the call's, its
-    compiled kernels by specialization (None: launched through the JIT), the specializations compiled and loaded."""
+    """One of a call's kernels: its launch, its arguments' indices among the call's, its compiled kernels by
+    specialization (None: launched through the JIT), the specializations compiled and loaded."""
     launch: object
     arg_indices: tuple
     compiled: dict
@@ -1974,17 +1968,16 @@ class _CallKernel(NamedTuple):
 
 
 def _take_first_rung(device, shape=None):
-    """Makes the first remaining rung one that runs here: its table filled and a native rung's probe run, their kernels
-    compiled in one batch of children with the witness's and those of the call setting the device up (shape: its key),
-    so that a cold start waits for the slowest compile, not the sum. A rung whose kernel does not compile, or whose
-    probe finds a difference that no feature in its IEEE form explains, is left; one that a feature explains turns it
-    IEEE. An error at run time is raised, not hidden."""
+    """Makes the first remaining rung one that runs here: its table filled, a native rung's probe run, their kernels
+    compiled in one batch of children with the witness's and the setting-up call's (shape: its key). A rung whose kernel
+    does not compile, or whose probe finds a difference no IEEE feature explains, is left; one a feature explains turns
+    that feature IEEE. An error at run time is raised, not hidden."""
     while True:
         plan = device._plan(GROUP_SIZE, GROUP_SIZE)
         probe = plan.get("probe")
         probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=device.table.device)
         witness = [pair for pair in _witness_pairs(device)
-                   if _compile_key([pair]) not in device.proofs_compiled  # a rung before this one compiled it
+                   if _compile_key(*pair) not in device.proofs_compiled  # a rung before this one compiled it
                    # the same kernel as the rung's own table; or a table already filled
                    and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or device.table_values))]
         call = []  # the kernels of the call that sets the device up, with its ordering check
@@ -1998,11 +1991,11 @@ def _take_first_rung(device, shape=None):
         pairs = ([(plan[name], (probe_out, device.table) if name == "probe" else (device.table,))
                   for name in PER_DEVICE_LAUNCHES if name in plan] + witness + call)
         try:
-            _compile_all(pairs, device, lambda wait_for: _witness_host_work(device, pairs, wait_for))
+            _compile_all(pairs, device, while_compiling=lambda wait_for: _witness_host_work(device, pairs, wait_for))
         except KernelFailure as exc:
             _kernel_failed(device, exc)
             continue
-        device.proofs_compiled.update(_compile_key([pair]) for pair in witness + _ordering_pairs(
+        device.proofs_compiled.update(_compile_key(*pair) for pair in witness + _ordering_pairs(
             {launch.name: launch for launch, _ in pairs}, device.table.device))
         # The route's own table, else the witness's (none once the witness cannot judge here).
         table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in _witness_pairs(device)}.get(
@@ -2030,9 +2023,8 @@ def _take_first_rung(device, shape=None):
 
 
 def _leave_rung(device, why, mechanism=None):
-    """Leaves the first rung, with one warning that says why (a RuntimeError where none remains), and what every shape
-    found on it; mechanism: an ordering found broken, which every rung relying on it is left with. The caller then
-    takes the next rung (_take_first_rung)."""
+    """Leaves the first rung, and what every shape found on it, with one warning that says why (a RuntimeError where
+    none remains); mechanism: an ordering found broken, which every rung relying on it is left with."""
     failed = [r for r in device.routes if r == device.route or mechanism and ROUTE_TABLE[r].ordering == mechanism]
     if mechanism:
         why += f": every rung relying on the {mechanism} ({ORDERINGS[mechanism]}) is left with it"
@@ -2060,9 +2052,9 @@ def _kernel_failed(device, exc):
 
 
 def _call_launches(device, key, args, specialization):
-    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings), settings None: the route's own), found once
-    per shape: the first rung whose kernels, and the proofs' launches planned with them, all compile for these
-    arguments. A persistent rung's grid is then planned again from the programs an SM holds of its compiled kernel."""
+    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings); settings None: the route's own), found once a
+    key: the first rung whose kernels and proofs' launches all compile for these arguments. A persistent rung's grid is
+    then planned again from the programs an SM holds of its compiled kernel."""
     M, H, index_64, settings = key
     found = device.launches.get(key)
     resident = None
@@ -2076,7 +2068,7 @@ def _call_launches(device, key, args, specialization):
                                                if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
         device.settings[key] = planned_with
         ordering = [pair for pair in _ordering_pairs(proofs, device.table.device)
-                    if _compile_key([pair]) not in device.proofs_compiled]
+                    if _compile_key(*pair) not in device.proofs_compiled]
         try:
             # A grid planned again (resident) compiles the same kernels: no children for them again.
             kernels = _compile_all([(kernel.launch, tuple(args[i] for i in kernel.arg_indices)) for kernel in found]
@@ -2086,7 +2078,7 @@ def _call_launches(device, key, args, specialization):
                 _take_first_rung(device, key)
             found = resident = None
             continue
-        device.proofs_compiled.update(_compile_key([pair]) for pair in ordering)
+        device.proofs_compiled.update(_compile_key(*pair) for pair in ordering)
         for call_kernel, kernel in zip(found, kernels):
             if call_kernel.launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
                 resident = resident_programs(kernel, device.index, device.warp_size)
@@ -2098,8 +2090,8 @@ def _call_launches(device, key, args, specialization):
 
 
 def ladder_for(device):
-    """[(route, how it stands)] for a torch device's ladder, set up as route_for does: each rung left
-    ("left: why"), the one taken ("taken", with what its proofs found), and those below it ("not tried")."""
+    """[(route, how it stands)] of a torch device's ladder, set up as route_for does: "left: why", "taken" (with what
+    its proofs found), "not tried"."""
     dev = _device(torch.empty(0, device=device))
     notes = [] if ROUTE_TABLE[dev.route].exact else [
         "not byte-exact: the last rung computes as the reference is written, with the backend's exp, division and "
@@ -2135,8 +2127,8 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 def _prove(device, key, specialization, found, args):
-    """Runs the proofs that the rung's kernels have not passed for a call yet; returns the first verdict that leaves the
-    rung (having left it), or None."""
+    """Runs the proofs the rung's kernels have not passed for a call; the first verdict that leaves the rung (left), or
+    None."""
     _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
     for proof in PROOFS:
         if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
@@ -2167,8 +2159,8 @@ def _cannot_judge(device, proof, why):
 
 
 def _stand_in_pairs(device, launches):
-    """[(launch, stand-in arguments)] of launches, for compiling before a call brings its own: tensors of the kernels'
-    types (KERNEL_ARGUMENTS, the witness's) at the alignment of any allocation here, GROUP_SIZE for each integer."""
+    """[(launch, stand-in arguments)] of launches, to compile before a call brings its own: tensors of the kernels'
+    types at any allocation's alignment here, GROUP_SIZE for each integer."""
     dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
     named = {name: torch.empty(16, dtype=dtypes[kind], device=device.table.device) if kind in dtypes else GROUP_SIZE
              for name, kind in KERNEL_ARGUMENTS + _WITNESS_ARGUMENTS}
@@ -2176,16 +2168,15 @@ def _stand_in_pairs(device, launches):
 
 
 def _witness_pairs(device):
-    """_stand_in_pairs of the witness's kernels, which specialize on no integer: one set serves every shape but 64-bit
-    ones; none once the witness cannot judge here."""
+    """_stand_in_pairs of the witness's kernels (no integer specialized: one set serves all shapes but 64-bit ones)."""
     return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
         device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
 
 
 def _witness_host_work(device, pairs, wait_for):
-    """The witness's host work, done while the children compile pairs: its input; and once the table's child has
-    compiled it (wait_for: None where no child compiles), the table compiled here from the cache, filled, read back,
-    and the expectations computed from it. What fails here is met again after the children, where it says why."""
+    """The witness's host work while the children compile pairs: its input; once the table's child has compiled it
+    (wait_for None: no child compiles), the table compiled here, filled, read back, and the expectations computed. What
+    fails here is met again after the children, where it says why."""
     finite_only = not ROUTE_TABLE[device.route].exact
     table = next((i for i, (launch, _) in enumerate(pairs) if launch.name in ("sigmoid_table", "witness_table")), None)
     with contextlib.suppress(Exception):
@@ -2207,11 +2198,10 @@ def _fill_table(device, launch):
         _cannot_judge(device, "witness", fault)
 
 
-def _compile_key(pairs):
-    """What makes (launch, args) pairs one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
-    return tuple((launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
-                  tuple(a.data_ptr() % _ALIGNMENT for a in launch_args if isinstance(a, torch.Tensor)))
-                 for launch, launch_args in pairs)
+def _compile_key(launch, args):
+    """What makes a launch on args one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
+    return (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
+            tuple(a.data_ptr() % _ALIGNMENT for a in args if isinstance(a, torch.Tensor)))
 
 
 def _ordering_pairs(plan, device):
@@ -2223,11 +2213,10 @@ def _ordering_pairs(plan, device):
                       torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
-# A proof's check kernel writes its run's stamp, a number of the run's own, last in each of its records
-# (_stamped_record): a record holding another was not written by that run (a store the compiler dropped, a launch that
-# did not run, memory that a caching allocator handed back holding an earlier run's record), and the proof cannot
-# judge. Stamps count up from a random start in [2**30, 1.5 * 2**30): far above a record's counts, another for each
-# copy of this module that a process loads (their records share an allocator).
+# A proof's check kernel writes its run's stamp last in each of its records (_stamped_record): a record holding
+# another was not written by that run (a store the compiler dropped, a launch that did not run, an earlier run's
+# record that a caching allocator handed back), and the proof cannot judge. Stamps count up from a random start in
+# [2**30, 1.5 * 2**30): far above a record's counts, another for each copy of this module a process loads.
 _STAMPS = itertools.count(2**30 + int.from_bytes(os.urandom(4), "little") % 2**29)
 
 
@@ -2245,8 +2234,8 @@ def _unstamped(values, stamp):
 
 
 def _ordering_verdict(device, key, found, args):
-    """Runs the ordering check planned with a call's launches (_ordering_check_kernel) and reads its records: any
-    violation is a race, which costs every rung relying on the ordering (Verdict.mechanism)."""
+    """Runs the ordering check planned with a call's launches and reads its records: a violation is a race, which
+    costs every rung relying on the ordering."""
     launch = device.proof_launches[key]["ordering"]
     programs = launch.grid[0]
     slots = torch.empty(programs * GROUP_SIZE * GROUP_SIZE, dtype=torch.bfloat16, device=args[0].device)
@@ -2254,8 +2243,7 @@ def _ordering_verdict(device, key, found, args):
     stamp = _run_stamp()
     launch.kernel[launch.grid](slots, record, stamp, **launch.constexprs, **launch.options)
     values = record.cpu().tolist()
-    unwritten = _unstamped(values, stamp)
-    if unwritten:
+    if unwritten := _unstamped(values, stamp):
         return Verdict(unjudged=unwritten)
     violations, compared = sum(values[0::4]), sum(values[1::4])
     total = programs * launch.constexprs["ROUNDS"] * GROUP_SIZE * GROUP_SIZE
@@ -2269,23 +2257,9 @@ def _ordering_verdict(device, key, found, args):
     return Verdict()
 
 
-def _compile_proofs(device, pairs):
-    """Compiles the proofs' kernels of pairs that this device has not compiled yet for their arguments' alignment
-    (_take_first_rung compiles them for every shape but 64-bit ones); why they cannot run, or None."""
-    pending = [pair for pair in pairs if _compile_key([pair]) not in device.proofs_compiled]
-    if not pending:
-        return None
-    try:
-        _compile_all(pending, device)
-    except KernelFailure as exc:
-        return _compile_failure(exc)
-    device.proofs_compiled.update(_compile_key([pair]) for pair in pending)
-    return None
-
-
 def _witness_expectations(device, finite_only):
-    """(the expectations as lists (_witness_expected); on the device, by argument name, the check kernel's
-    expectations and the input kernel's region), computed and uploaded once a device from its table."""
+    """(the expectations as lists (_witness_expected), {argument name: the check kernel's expectations and the input
+    kernel's region, on the device}), computed from the device's table once."""
     if finite_only not in device.expectations:
         lists = _witness_expected(WITNESS_CHANNELS, finite_only, device.table_values)
         on_device = {f"expected_{short}_ptr": torch.tensor(lists[output], dtype=torch.float32 if i % 2 else torch.int8)
@@ -2297,11 +2271,10 @@ def _witness_expectations(device, finite_only):
 
 
 def _witness_verdict(device, key, found, args):
-    """Runs a call's kernels (found) at its shape on the witness's input, into buffers of the witness's own laid out as
-    the call's arguments (host data reaches none of the call's), and compares every output byte with the
-    expectations; where the rung relies on an ordering _WITNESS_RUNS times, each run's input pushed out of L2 first,
-    else twice: runs that differ are a race. A difference costs no rung where the host, judging the element again, the input
-    written again or the arbiter lays it at the witness's own door."""
+    """Runs a call's kernels (found) at its shape on the witness's input, in buffers of its own laid out as the call's,
+    and compares every output byte with the expectations; _WITNESS_RUNS times where the rung relies on an ordering,
+    each run's input pushed out of L2 first, else twice: runs that differ are a race. A difference costs no rung where
+    the host judging the element again, the input written again or the arbiter lays it at the witness's own door."""
     M, H, index_64, _ = key
     route = ROUTE_TABLE[device.route]
     finite_only = not route.exact
@@ -2320,10 +2293,15 @@ def _witness_verdict(device, key, found, args):
                                    **launch.options)
 
     before = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
-    why = _compile_proofs(device, [(launch, tuple(named[name] for name in launch.signature))
-                                   for launch in before + [check]])
-    if why:
-        return Verdict(unjudged=why)
+    pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in before + [check]]
+    # _take_first_rung compiled them for every shape but 64-bit ones, at its alignments
+    pending = [pair for pair in pairs if _compile_key(*pair) not in device.proofs_compiled]
+    if pending:
+        try:
+            _compile_all(pending, device)
+        except KernelFailure as exc:
+            return Verdict(unjudged=_compile_failure(exc))
+        device.proofs_compiled.update(_compile_key(*pair) for pair in pending)
     run(device.table_launch)  # the witness's own table, by the launch that filled the device's
     specialization = _specialization_of(device, own[:8], tuple(args[10:16]))
     runs = []
@@ -2334,8 +2312,7 @@ def _witness_verdict(device, key, found, args):
         _launch_all(found, own, specialization, device, _current_stream(device))
         run(check)
         values = named["record_ptr"].cpu().tolist()
-        unwritten = _unstamped(values, named["stamp"])
-        if unwritten:
+        if unwritten := _unstamped(values, named["stamp"]):
             return Verdict(unjudged=unwritten)
         runs.append(witness_findings(values, H))
     if any(later != runs[0] for later in runs[1:]):
@@ -2413,11 +2390,10 @@ def _first_line(exc):
 
 def _compile_all(pairs, device=None, while_compiling=None):
     """[the compiled kernel (None under the interpreter)] of each (launch, args), or a KernelFailure naming the launch
-    that cannot run here. On a device (its _Device) each compiles first in a child process of its own, all at once
-    (_compile_in_children), then here, from Triton's cache. while_compiling: host work done as the children compile,
-    given a function that waits for one job's child and returns its verdict (None where no child compiles)."""
+    that cannot run here. On a device each compiles first in a child process of its own, all at once, then here from
+    Triton's cache. while_compiling: host work done meanwhile, given wait_for(i) (None where no child compiles)."""
     if device is not None and not _INTERPRET:
-        _compile_in_children(pairs, device.target, device.index, while_compiling)
+        _compile_in_children(pairs, device.target, device.index, while_compiling=while_compiling)
     elif while_compiling is not None:
         while_compiling(None)
     kernels = []
@@ -2433,8 +2409,8 @@ def _compile_all(pairs, device=None, while_compiling=None):
 
 
 def _compile(launch, args):
-    """The compiled kernel of a launch for these arguments (None under the interpreter), loaded with the loader's checks
-    (shared memory; Iluvatar's threads) without running it: KernelFailure "does not load", not an error at run time."""
+    """The compiled kernel of a launch for args (None under the interpreter), loaded with the loader's checks (shared
+    memory; Iluvatar's threads) without running it: a KernelFailure "does not load", not an error at run time."""
     if not hasattr(launch.kernel, "warmup"):
         return None
     kernel = launch.kernel.warmup(*args, grid=launch.grid, **launch.constexprs, **launch.options)
@@ -2465,7 +2441,7 @@ class _ChildDriver:
 
 
 # A child's compile that runs past this is cut off and this process compiles alone (the rung is kept): a hang costs
-# the first call this much once, never a rung. A cold start's whole batch of children takes 1-5 s on an H200.
+# the first call this much once, never a rung.
 CHILD_COMPILE_TIMEOUT_S = 30
 FRESH_COMPILE_TIMEOUT_S = 30  # a fresh interpreter's, past which it cannot tell whether a death was the kernel's
 _no_children = []  # why children no longer compile in this process (empty while they do)
@@ -2473,13 +2449,12 @@ _forking = threading.Lock()
 
 
 def _compile_in_children(pairs, target, index, while_compiling=None):
-    """Compiles each (launch, args) in a forked child of its own, all at once (_in_children), into Triton's cache for
-    this process's compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs
-    the rung, not the run. A child's death is the kernel's (KernelFailure "kills its compiler") only where a fresh
-    interpreter's compile of the kernel dies too: on Triton 3.0 and 3.1 a child can die for its parent's sake (see
-    _in_children), and a safeguard must never cost a sound rung. Where no child can compile (no fork, no target, a
-    deadline passed, a JIT asking the driver for more, a death that was this process's), this process compiles alone
-    from then on, with one warning. while_compiling: as in _compile_all."""
+    """Compiles each (launch, args) in a forked child of its own, all at once, into Triton's cache for this process's
+    compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not
+    the run. A death is the kernel's (KernelFailure "kills its compiler") only where a fresh interpreter's compile dies
+    too: on Triton 3.0 and 3.1 a child can die for its parent's sake (_in_children). Where no child can compile (no
+    fork, no target, a deadline passed, a JIT asking the driver for more, a death that was this process's), this
+    process compiles alone from then on, with one warning."""
     why = ("Triton's driver gives no target" if target is None else
            None if hasattr(os, "fork") else "this platform has no os.fork")
     if _no_children or why:
@@ -2488,7 +2463,7 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
     else:
         _keys_before_fork(launch.kernel for launch, _ in pairs)
         jobs = [(launch.kernel, args, launch.grid, {**launch.constexprs, **launch.options}) for launch, args in pairs]
-        verdicts = _in_children(jobs, target, index, while_compiling)
+        verdicts = _in_children(jobs, target, index, while_compiling=while_compiling)
         dead = [i for i, (verdict, _) in enumerate(verdicts) if verdict == "died"]
         fresh = _in_children([jobs[i] for i in dead], target, index, fresh=True) if dead else []
         for i, (verdict, detail) in zip(dead, fresh):
@@ -2506,9 +2481,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
 
 
 def _keys_before_fork(kernels):
-    """Computes before the children fork the keys Triton computes once a process, its own and each kernel's, for the
-    children to inherit: from Triton 3.5 a kernel's key depends on the kernels keyed before it, and a key that differed
-    here would miss the child's binary in the cache (PERF_NOTES.md, seventeenth round)."""
+    """The keys Triton computes once a process, its own and each kernel's, computed before the forks for the children
+    to inherit: from Triton 3.5 a kernel's key depends on those keyed before it (PERF_NOTES.md, seventeenth round)."""
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # its home from Triton 3.5; before
         with contextlib.suppress(Exception):  # not there; or it fails, and the compile meets that again and says why
             sys.modules[module].triton_key()
@@ -2521,17 +2495,16 @@ def _keys_before_fork(kernels):
 
 
 def _in_children(jobs, target, index, while_compiling=None, fresh=False):
-    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a child process of its own, all at once
-    (_start_child; fresh: in a fresh interpreter each), by the child's last line (_child_verdict). while_compiling:
-    as in _compile_all, given wait_for(i), which waits for job i's child alone. What this process left its garbage
-    collector is frozen across the forks: a child collecting it would run destructors without the threads they join
-    (Triton 3.0 and 3.1 leave MLIR contexts with thread pools: a child freeing one dies, or hangs)."""
+    """[(verdict, detail)] of compiling each job (kernel, args, grid, kwargs) in a child process of its own (fresh: a
+    fresh interpreter each), all at once. What this process left its garbage collector is frozen across the forks: a
+    child collecting it would run destructors without the threads they join (Triton 3.0 and 3.1 leave MLIR contexts
+    with thread pools: a child freeing one dies, or hangs)."""
     freeze = getattr(gc, "freeze", None)
     with _forking:  # the freeze is the process's: another thread's unfreeze must wait for these forks
         if freeze is not None:
             freeze()
         try:
-            started = [_start_child(job, target, index, fresh) for job in jobs]
+            started = [_start_child(job, target, index, fresh=fresh) for job in jobs]
         finally:
             if freeze is not None:
                 gc.unfreeze()
@@ -2541,7 +2514,7 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
     def wait_for(i):
         if i not in verdicts:
             pid, end = started[i]
-            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline, fresh)
+            verdicts[i] = ("no child", end) if pid is None else _child_verdict(pid, end, deadline, fresh=fresh)
         return verdicts[i][0]
 
     try:
@@ -2554,9 +2527,8 @@ def _in_children(jobs, target, index, while_compiling=None, fresh=False):
 
 
 def _start_child(job, target, index, fresh=False):
-    """(pid, the read end of the pipe that brings its lines) of a child process compiling job (_compile_and_tell):
-    forked, or (fresh) a new interpreter that the fork runs (_FRESH_COMPILE), which has compiled nothing, with this
-    process's module path, Triton and cache; or (None, why none started)."""
+    """(pid, the read end of the pipe of its lines) of a child compiling job (_compile_and_tell): forked, or (fresh) a
+    new interpreter the fork runs (_FRESH_COMPILE) with this process's module path, Triton and cache; or (None, why)."""
     try:
         read_end, write_end = os.pipe()
     except Exception as exc:
@@ -2601,11 +2573,9 @@ def _start_child(job, target, index, fresh=False):
 
 
 def _compile_and_tell(kernel, args, grid, kwargs, target, index, fd, forked=False):
-    """In a child process (forked, or a fresh interpreter): compiles the kernel through its JIT with _ChildDriver and
-    tells how it went on fd, a line a step: B as its work begins (a forked child's first step may set up the parent's
-    driver, whose death counts as the compile's), then C (compiled), R and why (it raised) or A and what (its JIT
-    asked the driver for more). Then a forked child builds the compiled kernel's C launcher into Triton's cache, for
-    the parent's load: the launchers (a C compile each, 0.3 s) built side by side, not one after another in the parent
+    """In a child: compiles the kernel through its JIT with _ChildDriver, telling on fd a line a step: B as its work
+    begins (a death after it is the compile's), then C (compiled), R and why (it raised) or A and what (its JIT asked
+    the driver for more). A forked child then builds the kernel's C launcher into Triton's cache for the parent's load
     (PERF_NOTES.md, seventeenth round); a failure there leaves it to the parent."""
     os.write(fd, b"B\n")
     build_launcher = _launcher_builder() if forked else None
@@ -2630,10 +2600,9 @@ def _launcher_builder():
 
 
 def _child_verdict(pid, read_end, deadline, fresh=False):
-    """The (verdict, detail) of a child started by _start_child, by the last line it told once it ended, or by the
-    deadline (its process group then killed, its compiler's tools with it): "compiled"; "raised" (this process's
-    compile meets it again); "died" (a signal, or an exit, once its compile began); else "no child" and why (it ran
-    past the deadline, its JIT asked the driver for more, its set-up failed, it ended before its compile began)."""
+    """(verdict, detail) of a child by the last line it told once it ended or the deadline passed (its process group
+    then killed): "compiled"; "raised" (this process's compile meets it again); "died" (a signal or an exit once its
+    compile began); else "no child" and why (past the deadline, its JIT asked for more, its set-up failed...)."""
     status, told = None, b""
     try:
         while status is None and time.monotonic() < deadline:
@@ -2701,7 +2670,7 @@ except BaseException as exc:  # in its set-up: _compile_and_tell tells what its 
 
 def resident_programs(kernel, device_index, warp_size):
     """How many programs of a loaded kernel one SM holds at once, by registers and shared memory (as Triton's fused-
-    softmax tutorial reckons); None where not told. It sets how many programs a persistent route launches, no more."""
+    softmax tutorial reckons); None where not told. A persistent route launches that many an SM."""
     try:
         properties = triton.runtime.driver.active.utils.get_device_properties(device_index)
         held = properties["max_num_regs"] // (kernel.n_regs * kernel.metadata.num_warps * warp_size)
@@ -2716,8 +2685,7 @@ _devices = {}
 
 
 def _device(x, shape=None):
-    """The _Device of x's device, set up on first use, its first rung taken (shape: the (M, H, index_64, settings) of
-    the call that sets it up, if one does, whose kernels compile with the device's)."""
+    """The _Device of x's device, set up on first use (shape: the key of the call that sets it up, if one does)."""
     device = _devices.get(x.get_device())
     if device is None:
         device = _Device(x)
@@ -2729,14 +2697,13 @@ def _device(x, shape=None):
 
 
 def route_for(device):
-    """The route the solution takes on a torch device (set up on first use, as a call would, so
-    SILU_DOT_ROUTE must be set before)."""
+    """The route taken on a torch device (set up as a call would: SILU_DOT_ROUTE is read then)."""
     return _device(torch.empty(0, device=device)).route
 
 
 def _specialization(addresses, strides, storage_sizes=None):
-    """The key a call's compiled kernels are found by: the pointers' addresses modulo _ALIGNMENT and the row strides;
-    on AMD also whether each tensor's storage (storage_sizes, bytes) is under 2 GiB (32-bit buffer offsets)."""
+    """The key of a call's compiled kernels: the pointers' addresses modulo _ALIGNMENT, the row strides; on AMD whether
+    each storage (storage_sizes, bytes) is under 2 GiB too."""
     key = (tuple(address % _ALIGNMENT for address in addresses), strides)
     if storage_sizes is None:
         return key
@@ -2744,8 +2711,7 @@ def _specialization(addresses, strides, storage_sizes=None):
 
 
 def _specialization_of(device, tensors, strides):
-    """_specialization of the main kernel's eight pointer arguments on device, with their storage's size where the
-    device's Triton specializes on it."""
+    """_specialization of the main kernel's eight pointers, their storage's size where the device's Triton asks it."""
     return _specialization([t.data_ptr() for t in tensors], strides, [t.untyped_storage().nbytes() for t in tensors]
                            if device.specializes_on_storage_size else None)
 
@@ -2764,10 +2730,9 @@ def _current_stream(device):
 
 def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP_SIZE, settings=None):
     """Checks the arguments and launches the route's kernels; returns the last compiled kernel launched. settings
-    (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key, _specialization, proven and
-    launched directly before) launches its CompiledKernel[grid]s on the driver's stream, with the tensors' addresses. Else the long way: the
-    shape's kernels (_call_launches), compiled for this specialization, proven (_prove) and launched (_launch_all); a
-    rung whose kernel does not compile or load or fails a proof is left, and the call starts again on the next."""
+    (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key proven and launched directly
+    before) launches its compiled kernels on the driver's stream, with the tensors' addresses. Else the long way: its
+    kernels compiled for this specialization, proven, launched; a rung that fails is left, and the call starts again."""
     M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
                                                        group_size)
     tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
@@ -2853,10 +2818,9 @@ def _launch_compiled(kernel, grid, args, stream):
 
 
 def _launch_all(found, args, specialization, device, stream=None):
-    """Launches a call's kernels (found: _CallKernel) on args of this specialization: after its first launch through
-    the JIT, a kernel is launched directly from its compiled kernel (on stream, where given), unless Triton's launcher
-    takes other arguments (None) or the JIT's key is not known (Backend.compiled_launch). Returns the last kernel
-    launched, and whether every one was launched directly."""
+    """Launches a call's kernels (found) on args: after its first JIT launch a kernel is launched from its compiled
+    kernel, unless its launcher takes other arguments or the JIT's key is not known (Backend.compiled_launch). Returns
+    the last kernel launched, and whether every one was launched directly."""
     direct = 0
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
