@@ -652,27 +652,6 @@ def _first_tile(INDEX_64: tl.constexpr):
     return tile
 
 
-@triton.jit
-def _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT: tl.constexpr,
-                      NPU_DIVISION: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """Quantizes y_t (channels x tokens, fp32: one token group of each channel), stores its int8 and returns
-    the tile of scales s_y with the group's in column g."""
-    q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION, IEEE, CUDA_ARCH)
-    tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
-    return _with_column(s_y, s, g, groups)
-
-
-@triton.jit
-def _y_of_x(gate, up, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr,
-            TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """y = silu(gate) * up as bf16, from bf16 gate and up tiles."""
-    gate = gate.to(tl.float32)
-    sig = _two_pass_sigmoid(gate, table_ptr, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH)
-    # Only y is kept; gate stands in for the grad_y that the y kernels do not read.
-    y, _, _ = silu_mul_fwd_bwd(gate, up.to(tl.float32), gate, sig, IEEE)
-    return y
-
-
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
 def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scratch_ptr, M, H, stride_x, stride_gy,
                       stride_gq, stride_gs, ROWS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
@@ -718,58 +697,69 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scra
         tile += tl.num_programs(0)
 
 
-# The y kernels: a tile is CHANNELS channels x GROUPS token groups, y in y_q_t's order (channels x tokens).
+@triton.jit
+def _y_tiles(x_ptr, scratch_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys,
+             CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
+             NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+             INDEX_64: tl.constexpr, LOADS: tl.constexpr, GATHER: tl.constexpr):
+    """The y kernels' walk: a tile is CHANNELS channels x GROUPS token groups, y in y_q_t's order (channels x tokens).
+    LOADS: "kept", y from the scratch where the grad kernel kept it (M x H, bf16), loaded as columns; "columns", gate
+    and up loaded as columns, channels x tokens (strided along the last dimension), already in y_q_t's order; "rows",
+    gate and up loaded as rows, tokens x channels (contiguous), y transposed in registers. GATHER: see
+    Route.column_gather."""
+    tiles_h = H // CHANNELS
+    tiles = (M // (GROUP * GROUPS)) * tiles_h
+    tile = _first_tile(INDEX_64)
+    local = tl.arange(0, GROUP)
+    groups = tl.arange(0, GROUPS)
+    while tile < tiles:
+        channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
+        first_group = (tile // tiles_h) * GROUPS
+        s_y = tl.zeros([CHANNELS, GROUPS], dtype=tl.float32)
+        for g in range(GROUPS):
+            tokens = (first_group + g) * GROUP + local
+            if LOADS == "kept":
+                y_t = tl.load(scratch_ptr + tokens[None, :] * H + channels[:, None]).to(tl.float32)
+            else:
+                if LOADS == "rows":
+                    x_offs = tokens[:, None] * stride_x + channels[None, :]
+                    gate = tl.load(x_ptr + x_offs)
+                    up = tl.load(x_ptr + x_offs + H)
+                else:
+                    x_offs = tokens[None, :] * stride_x + channels[:, None]
+                    if GATHER:  # offsets a compiler cannot see as affine (no-op max)
+                        x_offs = tl.maximum(x_offs, 0)
+                    gate = tl.load(x_ptr + x_offs)
+                    up = tl.load(x_ptr + (x_offs + H))
+                gate = gate.to(tl.float32)
+                sig = _two_pass_sigmoid(gate, table_ptr, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH)
+                # Only y is kept; gate stands in for the grad_y that the y kernels do not read.
+                y, _, _ = silu_mul_fwd_bwd(gate, up.to(tl.float32), gate, sig, IEEE)
+                if LOADS == "rows":
+                    y = tl.trans(y)
+                y_t = y.to(tl.float32)
+            q, s = _quantize_rows(y_t, EXACT, NPU_DIVISION, IEEE, CUDA_ARCH)
+            tl.store(y_q_ptr + channels[:, None] * stride_yq + tokens[None, :], q)
+            s_y = _with_column(s_y, s, g, groups)
+        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
+        tile += tl.num_programs(0)
+
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
 def _y_columns_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys,
                       CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr,
                       NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr, IEEE: tl.constexpr,
                       CUDA_ARCH: tl.constexpr, GATHER: tl.constexpr, INDEX_64: tl.constexpr):
-    """y from gate and up loaded as columns, channels x tokens (strided along the last dimension): already in y_q_t's
-    order, no transpose. GATHER: see Route.column_gather."""
-    tiles_h = H // CHANNELS
-    tiles = (M // (GROUP * GROUPS)) * tiles_h
-    tile = _first_tile(INDEX_64)
-    local = tl.arange(0, GROUP)
-    groups = tl.arange(0, GROUPS)
-    while tile < tiles:
-        channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
-        first_group = (tile // tiles_h) * GROUPS
-        s_y = tl.zeros([CHANNELS, GROUPS], dtype=tl.float32)
-        for g in range(GROUPS):
-            tokens = (first_group + g) * GROUP + local
-            x_offs = tokens[None, :] * stride_x + channels[:, None]
-            if GATHER:  # Route.column_gather: offsets a compiler cannot see as affine (no-op max)
-                x_offs = tl.maximum(x_offs, 0)
-            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + (x_offs + H)), table_ptr, EXACT, NO_LIBDEVICE,
-                        NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH)
-            s_y = _quantize_y_group(y.to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT,
-                                    NPU_DIVISION, IEEE, CUDA_ARCH)
-        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
-        tile += tl.num_programs(0)
+    _y_tiles(x_ptr, None, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys, CHANNELS, GROUPS, EXACT,
+             NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH, INDEX_64, LOADS="columns", GATHER=GATHER)
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
 def _y_kept_kernel(y_q_ptr, y_s_ptr, scratch_ptr, M, H, stride_yq, stride_ys, CHANNELS: tl.constexpr,
                    GROUPS: tl.constexpr, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr, IEEE: tl.constexpr,
                    CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
-    """y from the scratch where the grad kernel kept it (M x H, bf16), loaded as columns."""
-    tiles_h = H // CHANNELS
-    tiles = (M // (GROUP * GROUPS)) * tiles_h
-    tile = _first_tile(INDEX_64)
-    local = tl.arange(0, GROUP)
-    groups = tl.arange(0, GROUPS)
-    while tile < tiles:
-        channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
-        first_group = (tile // tiles_h) * GROUPS
-        s_y = tl.zeros([CHANNELS, GROUPS], dtype=tl.float32)
-        for g in range(GROUPS):
-            tokens = (first_group + g) * GROUP + local
-            y_t = tl.load(scratch_ptr + tokens[None, :] * H + channels[:, None]).to(tl.float32)
-            s_y = _quantize_y_group(y_t, y_q_ptr, channels, tokens, stride_yq, s_y, g, groups, EXACT, NPU_DIVISION,
-                                    IEEE, CUDA_ARCH)
-        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
-        tile += tl.num_programs(0)
+    _y_tiles(None, scratch_ptr, y_q_ptr, y_s_ptr, None, M, H, None, stride_yq, stride_ys, CHANNELS, GROUPS, EXACT,
+             True, NPU_DIVISION, True, IEEE, CUDA_ARCH, INDEX_64, LOADS="kept", GATHER=False)
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
@@ -777,26 +767,8 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
                          CHANNELS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
                          NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                          IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr):
-    """y from gate and up loaded as rows, tokens x channels (contiguous along the last dimension), transposed in
-    registers to y_q_t's order."""
-    tiles_h = H // CHANNELS
-    tiles = (M // (GROUP * GROUPS)) * tiles_h
-    tile = _first_tile(INDEX_64)
-    local = tl.arange(0, GROUP)
-    groups = tl.arange(0, GROUPS)
-    while tile < tiles:
-        channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
-        first_group = (tile // tiles_h) * GROUPS
-        s_y = tl.zeros([CHANNELS, GROUPS], dtype=tl.float32)
-        for g in range(GROUPS):
-            tokens = (first_group + g) * GROUP + local
-            x_offs = tokens[:, None] * stride_x + channels[None, :]
-            y = _y_of_x(tl.load(x_ptr + x_offs), tl.load(x_ptr + x_offs + H), table_ptr, EXACT, NO_LIBDEVICE,
-                        NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH)
-            s_y = _quantize_y_group(tl.trans(y).to(tl.float32), y_q_ptr, channels, tokens, stride_yq, s_y, g, groups,
-                                    EXACT, NPU_DIVISION, IEEE, CUDA_ARCH)
-        tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y)
-        tile += tl.num_programs(0)
+    _y_tiles(x_ptr, None, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, stride_yq, stride_ys, CHANNELS, GROUPS, EXACT,
+             NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH, INDEX_64, LOADS="rows", GATHER=False)
 
 
 # ---------------------------------------------------------------- backends, routes and launch settings
