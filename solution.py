@@ -66,28 +66,26 @@ IEEE_ALL = tl.constexpr(15)
 
 # ---------------------------------------------------------------- the math, shared by every route
 # One bf16 ulp of a group's absmax, over 127, exceeds the judge's scale tolerance, so the fp32 math must round as
-# PyTorch's kernels do: an accurate expf and IEEE division in the sigmoid, no FMA contraction
-# (enable_fp_fusion=False), the reference's operation order, absmax * fp32(1/127) for the scale (PyTorch divides by
-# a scalar through its reciprocal), and v / s rounded as IEEE division.
-# Each feature has two exact forms, picked by its bit of IEEE: a native rung runs IEEE the features its probe found
-# wrong on the device, an IEEE rung every one.
-#   native: the backend's own conversions and v / s as Markstein's correction of v * (1/s): proven for every bf16
+# PyTorch's kernels do: an accurate expf and IEEE division in the sigmoid, no FMA contraction (enable_fp_fusion=False),
+# the reference's operation order, absmax * fp32(1/127) for the scale (PyTorch divides by a scalar through its
+# reciprocal), and v / s rounded as IEEE division. Each feature (IEEE_FEATURES) has two exact forms, picked by its bit
+# of IEEE: a native rung runs IEEE the features its probe found wrong on the device, an IEEE rung every one.
+#   native: the backend's own conversions, and v / s as Markstein's correction of v * (1/s): proven for every bf16
 #     (value, absmax) pair by tools/exhaustive_exactness.py on NVIDIA, and by the probe on any other device.
-#   IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone. This is what the interpreter runs,
-#     so the CPU tests prove the arithmetic that vendor backends run.
-# Both assume IEEE fp32 add, multiply and div_rn of normal numbers, and an exp equal to the one the backend's
-# torch.sigmoid uses (libdevice's where it exists; tl.exp on Ascend and under the interpreter).
+#   IEEE: every result fixed by IEEE arithmetic on signed int32 and fp32 alone: what the interpreter runs, so the CPU
+#     tests prove what vendor backends run.
+# Both assume IEEE fp32 add, multiply and div_rn of normal numbers, and the exp of the backend's torch.sigmoid
+# (libdevice's where it exists; tl.exp on Ascend and under the interpreter).
 
 @triton.jit
 def _is_nan(v):
-    """Where v is NaN, from its bits: a compare of v with itself finds no NaN where the vector compare is
-    ordered (Ascend), and signed integers are what every backend supports."""
+    """Where v is NaN, from its bits (Ascend's ordered vector compare finds no NaN in v != v)."""
     return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) > 0x7F800000
 
 
 @triton.jit
 def _finite(v):
-    """Where v is neither inf nor NaN, from its bits (as _is_nan)."""
+    """Where v is neither inf nor NaN, from its bits."""
     return (v.to(tl.int32, bitcast=True) & 0x7FFFFFFF) < 0x7F800000
 
 
@@ -102,9 +100,8 @@ def bf16_round(v, IEEE: tl.constexpr):
 
 @triton.jit
 def bf16_round_bits(v):
-    """fp32 -> nearest-even bf16 on the bits, returned as fp32, for every v but NaN: a NaN's payload can
-    carry into its sign bit or leave inf. Signed int32 only: the sum wraps as an unsigned one would, and
-    -65536 is the mask 0xFFFF0000."""
+    """fp32 -> nearest-even bf16 on the bits, returned as fp32, for every v but NaN (whose payload can carry into
+    the sign or leave inf). Signed int32 only: the sum wraps as an unsigned one would; -65536 is 0xFFFF0000."""
     bits = v.to(tl.int32, bitcast=True)
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
 
@@ -120,10 +117,9 @@ def _exp(v, NO_LIBDEVICE: tl.constexpr):
 @triton.jit
 def sigmoid(gate, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """1 / (1 + exp(-gate)) with an accurate exp and a correctly rounded reciprocal, as torch.sigmoid, subnormal
-    results kept (gates -87.5, -88 and -88.5: a flushed one changes the outputs where grad_y is inf or huge). Triton
-    3.0-3.5 compile div_rn to PTX div.rn.ftz.f32 on NVIDIA, and a vendor's division may flush: so the IEEE form never
-    lets a division make a subnormal, the nvidia route divides with PTX div.rn.f32, and the native form with
-    reciprocal_native, which the probe proves on every bf16 gate. The IEEE form fills the table."""
+    results kept (_SUBNORMAL_SIGMOID_GATES: a flushed one changes the outputs where grad_y is inf or huge). Triton
+    3.0-3.5 compile div_rn to PTX div.rn.ftz.f32, and a vendor's division may flush: so the IEEE form (which fills the
+    table) never divides to a subnormal, the nvidia route uses PTX div.rn.f32, the native form reciprocal_native."""
     e = _exp(-gate, NO_LIBDEVICE)
     if IEEE_SIGMOID & IEEE:
         return reciprocal_keeping_subnormals(1.0 + e)
@@ -147,11 +143,10 @@ def reciprocal_keeping_subnormals(d):
     numbers with a normal quotient (so a flushing division gives the same bits). For d in [2**126, 2**128),
     d = m * 2**(E - 150) (m the 24-bit significand, E the biased exponent), 1/d = N * 2**-149 with
     N = 2**(299 - E) / m in (2**21, 2**23], and the result's bits are N rounded to the nearest even integer.
-    The division 1 / (d * 2**-149) gives t, N correctly rounded to 24 bits (one or two fractional bits), and
-    t + 2**23 rounds t to an integer. That second rounding is wrong only where t lies exactly half-way between two
-    integers (N itself never does): there the sign of 2**(300 - E) - 2t * m says which way N lies, an integer product
-    whose difference from a multiple of 2**32 is below 2**23, so exact in wrapping int32 arithmetic. No fma, so it is
-    the IEEE form. Proven for every such d, the division exact or flushing, by tools/ftz_safe_sigmoid.py."""
+    1 / (d * 2**-149) gives t, N correctly rounded to 24 bits, and t + 2**23 rounds t to an integer: wrong only where
+    t lies exactly half-way between two integers (N never does), where the sign of 2**(300 - E) - 2t * m, exact in
+    wrapping int32 arithmetic, says which way N lies. No fma. Proven for every such d, the division exact or flushing,
+    by tools/ftz_safe_sigmoid.py."""
     huge = (d >= _SUBNORMAL_QUOTIENT_FROM) & (d <= _LARGEST_FINITE)
     scaled = tl.where(huge, (d.to(tl.int32, bitcast=True) - _EXPONENT_149).to(tl.float32, bitcast=True), d)
     quotient = tl.math.div_rn(1.0, scaled)
@@ -166,10 +161,9 @@ def reciprocal_keeping_subnormals(d):
 
 @triton.jit
 def reciprocal_native(e):
-    """1/(1 + e), e = exp(-gate), by the backend's own division, for the native sigmoid: 2**24/d for d = 1 + e,
-    never a subnormal quotient (d * 2**-24 is fma(e, 2**-24, 2**-24), exact however the fma rounds), so a division
-    that flushes them flushes nothing, scaled back by a multiply: wrong for some d >= 2**126, right for the three that
-    bf16 gates make on the H200 and a CPU; where a backend's is not, the probe finds the gate and the IEEE form runs."""
+    """1/(1 + e), e = exp(-gate), by the backend's own division, as 2**24/d (d * 2**-24 = fma(e, 2**-24, 2**-24), exact
+    however the fma rounds: never a subnormal quotient, so nothing a division could flush) scaled back by a multiply.
+    Wrong for some d >= 2**126, right for the three that bf16 gates make on the H200 and a CPU; the probe proves it."""
     return tl.math.div_rn(1.0, tl.fma(e, _TWO_POW_MINUS_24, _TWO_POW_MINUS_24)) * _TWO_POW_MINUS_24
 
 
@@ -189,9 +183,8 @@ if hasattr(tl, "gather"):
     def _gather(table, idx):
         return tl.gather(table, idx, 0)
 else:
-    # Triton hashes a kernel by walking the source of every function it calls, and resolves each
-    # attribute it meets there, live branch or not: a mention of tl.gather alone fails where it is
-    # missing. Never called there (SIGMOID_TABLE is False).
+    # Triton's hash of a kernel resolves every attribute in the source it calls, live branch or not: a mention of
+    # tl.gather fails where it is missing. Never called there (SIGMOID_TABLE is False).
     @triton.jit
     def _gather(table, idx):
         return table
@@ -200,11 +193,10 @@ else:
 @triton.jit
 def sigmoid_lookup(gate, table_ptr, N_ELEM: tl.constexpr, NO_LIBDEVICE: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
                    IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """sigmoid(gate) for N_ELEM bf16-valued fp32 gates. SIGMOID_TABLE: read from the table (filled by
-    _sigmoid_table_kernel), loaded whole and gathered through shared memory; the magnitude's bits are clamped to its
-    range, so +-inf read the ends (sigmoid 1 and 0, as torch gives) and NaN some entry (the gate itself then makes
-    every output NaN). Otherwise computed by the function that filled the table, so the same value; its IEEE form by
-    div_rn, whose quotient is normal for every bf16 gate but the three subnormal ones, read from the table."""
+    """sigmoid(gate) for N_ELEM bf16-valued fp32 gates. SIGMOID_TABLE: gathered from the table (loaded whole); the
+    magnitude's bits are clamped to its range, so +-inf read the ends (sigmoid 1 and 0, as torch gives) and NaN some
+    entry (the gate itself then makes every output NaN). Else the value that filled the table; its IEEE form by div_rn,
+    whose quotient is normal for every bf16 gate but the three subnormal ones, read from the table."""
     if SIGMOID_TABLE:
         bits = gate.to(tl.uint32, bitcast=True)
         magnitude = tl.minimum(tl.maximum((bits & 0x7FFFFFFF) >> 16, LUT_LO), LUT_LO + LUT_N - 1)
@@ -223,8 +215,7 @@ def sigmoid_lookup(gate, table_ptr, N_ELEM: tl.constexpr, NO_LIBDEVICE: tl.const
 
 @triton.jit
 def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE: tl.constexpr):
-    """y, d_gate, d_up in the reference's operation order: y as bf16 (it is only stored), d_gate and d_up in fp32,
-    not yet rounded (grad_groups rounds them with their groups' absmax)."""
+    """y (bf16), d_gate and d_up (fp32, not yet rounded) in the reference's operation order."""
     silu = gate * sig
     y = silu * up
     d_up = gy * silu
@@ -236,11 +227,10 @@ def silu_mul_fwd_bwd(gate, up, gy, sig, IEEE: tl.constexpr):
 
 @triton.jit
 def grad_groups(d, IEEE: tl.constexpr):
-    """(d rounded to bf16, as fp32; the absmax of each group along the last axis of the rounded values, NaN where a
-    group holds NaN). The IEEE form finds the NaN once a group instead of once an element: rounding to nearest is
-    monotone in the magnitude, so the max of the rounded magnitudes is the rounded max of the raw ones, and the raw
-    bits' integer max keeps NaN above inf. A NaN element's own rounding may then come out as anything, but its
-    group's scale is NaN and quantize makes every int8 of that group 0 whatever the value."""
+    """(d rounded to bf16, as fp32; each group's absmax along the last axis, NaN where it holds NaN). The IEEE form
+    finds NaN once a group, not once an element: rounding is monotone in the magnitude, so the rounded raw max is the
+    max of the rounded values, and the raw bits' integer max keeps NaN above inf. A NaN element may then round to
+    anything, but its group's scale is NaN, and quantize makes every int8 of the group 0."""
     if IEEE_BF16 & IEEE:
         return bf16_round_bits(d), bf16_round(group_absmax(d, 1), IEEE=IEEE_BF16)
     else:
@@ -250,10 +240,9 @@ def grad_groups(d, IEEE: tl.constexpr):
 
 @triton.jit
 def group_absmax(v, axis: tl.constexpr):
-    """max |v| along axis, NaN if any element is NaN, as torch.amax (tl.max drops NaN on the GPU). With the sign
-    cleared, fp32 bit patterns order as int32, and NaN's lie above inf's: an integer max, exact on every backend, with
-    no float max that a compiler must keep NaN through (LLVM's AMDGPU backend cannot select a NaN-propagating one
-    before gfx950) and no custom-combine reduction (Iluvatar's toolchain has miscompiled those)."""
+    """max |v| along axis, NaN if any element is NaN, as torch.amax (tl.max drops NaN on the GPU). Sign cleared, fp32
+    bits order as int32, NaN above inf: an integer max, with no NaN-propagating float max (LLVM's AMDGPU backend has
+    none before gfx950) and no custom-combine reduction (Iluvatar's toolchain has miscompiled those)."""
     magnitude = v.to(tl.int32, bitcast=True) & 0x7FFFFFFF
     return tl.max(magnitude, axis=axis).to(tl.float32, bitcast=True)
 
@@ -268,10 +257,10 @@ def group_scale(absmax):
 @triton.jit
 def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division. No
-    clamp: there |v / scale| < 128, and the truncation alone lands in [-127, 127]. The division: IEEE_DIVISION,
-    div_rn; native, Markstein's correction of v * (1/scale), which needs each tl.fma to round once. The int8
-    conversion: IEEE_INT8, through int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's.
-    tools/exhaustive_exactness.py shows this for every bf16 (v, absmax) pair, in every form."""
+    clamp: |v / scale| < 128, and truncation alone lands in [-127, 127]. The division: IEEE_DIVISION, div_rn; native,
+    Markstein's correction of v * (1/scale) (each tl.fma must round once). The int8 conversion: IEEE_INT8, through
+    int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's. Proven for every bf16 (v, absmax) pair in every
+    form by tools/exhaustive_exactness.py."""
     if IEEE_DIVISION & IEEE:
         q = tl.math.div_rn(v, scale)
     else:
@@ -287,19 +276,19 @@ def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
 @triton.jit
 def _int8_of_quotient(q, scale):
     """int8(trunc(q)) for q a quotient of its group's values by the group's scale: |q| < 128 where the scale is finite,
-    and there a float -> int32 conversion truncates on every backend. Where the scale is NaN or inf every quotient is
-    NaN or 0 (v / inf), and PyTorch's cast makes a NaN 0: so 0, decided once a group from the scale's bits."""
+    and there a float -> int32 conversion truncates on every backend; else every quotient is NaN or 0 (v / inf), and
+    PyTorch's cast makes a NaN 0: so 0, decided once a group from the scale's bits."""
     return tl.where(_finite(scale), q, 0.0).to(tl.int32).to(tl.int8)
 
 
 # ---------------------------------------------------------------- NVIDIA-only pieces, each with its tl twin
-# CUDA_ARCH is the compute capability on the nvidia route (90 for sm_90) and 0 elsewhere, the interpreter
-# included: a piece runs only where its instruction exists, and its plain-tl twin everywhere else.
+# CUDA_ARCH: the compute capability on the nvidia route (90 for sm_90), else 0 (the interpreter too). A piece runs
+# only where its instruction exists, its plain-tl twin everywhere else.
 
 @triton.jit
 def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
-    """int8(trunc(q)) for |q| < 128, NaN -> 0. From sm_72, four at a time: cvt.rzi to s32, then two
-    cvt.pack into one register (the cast's own lowering converts to s16 and masks and permutes bytes)."""
+    """int8(trunc(q)) for |q| < 128, NaN -> 0. From sm_72, four at a time: cvt.rzi to s32, then two cvt.pack into one
+    register (the cast's own lowering converts to s16 and masks and permutes bytes)."""
     if CUDA_ARCH >= 72:
         return tl.inline_asm_elementwise(
             """{
@@ -318,8 +307,7 @@ def _truncate_to_int8(q, CUDA_ARCH: tl.constexpr):
 
 @triton.jit
 def _reciprocal_ptx(d):
-    """1/d by PTX div.rn.f32: IEEE, subnormal results kept (Triton 3.6 emits the same for tl.math.div_rn,
-    3.0-3.5 div.rn.ftz.f32, which flushes them). Twin: reciprocal_native, proven by the probe."""
+    """1/d by PTX div.rn.f32: IEEE, subnormal results kept (see sigmoid). Twin: reciprocal_native."""
     return tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=r,r,r", [tl.full(d.shape, 1.0, tl.float32), d],
                                      dtype=tl.float32, is_pure=True, pack=1)
 
@@ -327,8 +315,7 @@ def _reciprocal_ptx(d):
 @triton.jit
 def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
     """tl.store(ptrs, scales), but on NVIDIA straight from the reduction's layout: the threads that share a reduced
-    value all store it (same address, same value), where tl.store would first move each to one owner through shared
-    memory (two or three barriers)."""
+    value all store it, where tl.store would first move each to one owner through shared memory (barriers)."""
     if CUDA_ARCH > 0:
         tl.inline_asm_elementwise("st.global.b32 [$1], $2;\n mov.u32 $0, 0;", "=r,l,r",
                                   [ptrs, scales.to(tl.uint32, bitcast=True)], dtype=tl.int32, is_pure=False, pack=1)
@@ -338,8 +325,7 @@ def store_scales(ptrs, scales, CUDA_ARCH: tl.constexpr):
 
 @triton.jit
 def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """From sm_80: drops N_LINES 128-byte lines from ptr on out of L2 without writing them back. Twin:
-    nothing (it changes no output, only what the L2 writes back)."""
+    """From sm_80: drops N_LINES 128-byte lines from ptr on out of L2 unwritten. Twin: nothing (no output changes)."""
     if CUDA_ARCH >= 80:
         lines = ptr.to(tl.pointer_type(tl.int8)) + tl.arange(0, N_LINES) * 128
         tl.inline_asm_elementwise("discard.global.L2 [$1], 128;\n mov.u32 $0, 0;", "=r,l", [lines],
@@ -351,9 +337,8 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 @triton.jit
 def _sigmoid_table_kernel(table_ptr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
     """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the IEEE form on
-    every route (one fill a device: its cost does not matter; the probe proves it where a route reads it), with the
-    backend's own division where that is the IEEE one (NPU_DIVISION: Ascend's). Every route fills it: the witness's
-    expectations read it."""
+    every route (one fill a device, its cost no matter), or with the backend's division where that is IEEE
+    (NPU_DIVISION: Ascend's). Every route fills it: the witness's expectations read it."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
     gate = bits.to(tl.float32, bitcast=True)
@@ -366,9 +351,8 @@ def _sigmoid_table_kernel(table_ptr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.const
 
 @triton.jit
 def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted, dtype: tl.constexpr):
-    """rows x cols of gate, up and grad_y (read once, so first out of L2), each converted to dtype as it is loaded: fp32
-    for use, bf16 to be held (a prefetch). wanted: None, or a scalar that is False for a prefetch past the tile's last
-    slice (nothing is read then)."""
+    """rows x cols of gate, up and grad_y (read once, so first out of L2) as dtype: fp32 for use, bf16 to be held (a
+    prefetch). wanted: None, or False for a prefetch past the tile's last slice (nothing is read then)."""
     x_offs = rows[:, None] * stride_x + cols[None, :]
     gate = tl.load(x_ptr + x_offs, mask=wanted, eviction_policy="evict_first").to(dtype)
     up = tl.load(x_ptr + x_offs + H, mask=wanted, eviction_policy="evict_first").to(dtype)
@@ -381,8 +365,8 @@ def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted, dt
 def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H, stride_gq, stride_gs,
                      N_ELEM: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
                      NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """From rows x cols of gate, up and grad_y (_load_rows), writes their grad_input groups (the 128 channels of a row,
-    of the gate half and of the up half) and scales, and returns y (bf16)."""
+    """From rows x cols of gate, up and grad_y, writes their grad_input groups (a row's 128 channels, of each half)
+    and scales; returns y (bf16)."""
     gate = gate.to(tl.float32)
     up = up.to(tl.float32)
     gy = gy.to(tl.float32)
@@ -402,9 +386,8 @@ def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols
     return y
 
 
-# Every kernel's runtime arguments and their Triton types: the main kernel takes them all, in this order,
-# and every other kernel a subset in the same order. The one home of the kernels' interface: launch
-# signatures, the launcher's argument lists and which strides are specialized follow from it.
+# Every kernel's runtime arguments and their Triton types: the main kernel takes them all, in this order, every other
+# a subset in the same order. Launch signatures, the launcher's argument lists and specialization follow from it.
 KERNEL_ARGUMENTS = (
     ("x_ptr", "*bf16"), ("grad_y_ptr", "*bf16"), ("grad_q_ptr", "*i8"), ("grad_s_ptr", "*fp32"),
     ("y_q_ptr", "*i8"), ("y_s_ptr", "*fp32"), ("table_ptr", "*fp32"), ("scratch_ptr", "*bf16"),
@@ -412,13 +395,12 @@ KERNEL_ARGUMENTS = (
     ("stride_x", "i32"), ("stride_gy", "i32"), ("stride_gq", "i32"), ("stride_gs", "i32"),
     ("stride_yq", "i32"), ("stride_ys", "i32"),
 )
-# Not specialized: the scale rows' strides (scales are stored one float at a time, so they gain nothing
-# from it, and fewer compiled variants) and M, which only counts tiles (Iluvatar's toolchain has reused a
-# binary for another M and N: FlagGems marks them do_not_specialize there).
+# Not specialized: the scale rows' strides (scales are stored one float at a time: nothing gained, fewer variants)
+# and M, which only counts tiles (Iluvatar's toolchain has reused a binary for another M and N).
 _UNSPECIALIZED = ("M", "stride_gs", "stride_ys")
-# A compiled kernel is launched directly under a key at least as fine as any JIT's known here: each pointer's address
-# modulo _ALIGNMENT bytes (upstream Triton specializes on 16, Iluvatar's on 64) and each integer's value (upstream
-# specializes on 1 and 16, Iluvatar's on 8), so one key never stands for two binaries.
+# A compiled kernel is launched directly under a key at least as fine as any JIT's known here, so that one key never
+# stands for two binaries: each pointer's address modulo _ALIGNMENT bytes (upstream Triton specializes on 16,
+# Iluvatar's on 64) and each integer's value.
 _ALIGNMENT = 64
 
 
@@ -430,22 +412,20 @@ def _silu_mul_quant_kernel(
     NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
     PREFETCH: tl.constexpr,
 ):
-    """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every input byte is read
-    once and every output byte written once. It walks the tile in CHUNK-token slices; each slice closes its grad_input
-    row groups and parks its y (bf16, transposed) in the program's own scratch slot, which stays in L2 (y there rather
-    than in registers lets three programs share an SM). Then it reads y back in Y_CHUNK-channel rows of y_q_t, in store
-    order, quantizes them by token group, and drops the slot from L2 unwritten. Program ids run along H first, so the
-    programs that run together read whole rows of x and grad_y (DRAM pages).
-    PERSISTENT: one grid dimension, program p taking tiles p, p + P, ... (P: as many as the device holds at once), all
-    in one slot, whose dirty lines the next tile rewrites in L2 rather than their going back to DRAM.
-    INDEX_64: offsets in 64 bits, for tensors that span more than 2**31 elements."""
+    """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every byte is read or
+    written once. It walks the tile in CHUNK-token slices; each closes its grad_input row groups and parks its y (bf16,
+    transposed) in the program's scratch slot, in L2 (not in registers: three programs share an SM). Then it reads y
+    back in Y_CHUNK-channel rows of y_q_t, quantizes them by token group, and drops the slot from L2 unwritten.
+    Program ids run along H first, so programs that run together read whole rows of x and grad_y (DRAM pages).
+    PERSISTENT: program p takes tiles p, p + P, ... (P: as many as the device holds at once) in one slot, whose dirty
+    lines the next tile rewrites in L2. INDEX_64: 64-bit offsets, for tensors past 2**31 elements."""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
         program = tl.program_id(0)
         if INDEX_64:
             program = program.to(tl.int64)
-        # The loop counts this program's tiles rather than stepping the tile itself, which costs registers
-        # (PERF_NOTES.md); a while loop, as the interpreter takes no runtime bound in range().
+        # Counts this program's tiles (stepping the tile costs registers); while: the interpreter's range() takes no
+        # runtime bound.
         tiles_here = tl.cdiv(tiles - program, tl.num_programs(0))
         t = 0
         while t < tiles_here:
@@ -477,9 +457,8 @@ def _silu_mul_quant_tile(
     CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
     NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    """The tile (pid_h, pid_m), y parked in scratch slot slot_index: see _silu_mul_quant_kernel. PREFETCH: each slice's
-    loads are issued before the previous slice's math, so that they are in flight during it (it holds a slice's inputs
-    twice over: only where a program's threads have registers to spare)."""
+    """The tile (pid_h, pid_m), y parked in slot slot_index. PREFETCH: each slice's loads are issued before the
+    previous slice's math (a slice's inputs held twice: only where threads have registers to spare)."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
     cols = pid_h * GROUP + local
@@ -514,8 +493,8 @@ def _silu_mul_quant_tile(
     _release_slot(slot, CUDA_ARCH)
 
 
-# The scratch slot's handoff, shared by the fused kernel and the ordering check (_ordering_check_kernel), so that
-# the check runs the very stores, barrier, loads and cache hints the fused rungs rely on (Route.ordering).
+# The scratch slot's handoff, shared by the fused kernel and _ordering_check_kernel, so that the check runs the very
+# stores, barrier, loads and cache hints the fused rungs rely on.
 
 @triton.jit
 def _park_slice(slot, y, local, tokens):
@@ -525,23 +504,22 @@ def _park_slice(slot, y, local, tokens):
 
 @triton.jit
 def _slot_barrier():
-    """The ordering every fused rung relies on ("slot barrier", ORDERINGS): a program's stores to its slot before this
-    point are seen by all its threads' loads after it, and its loads before it are done before its stores after it.
-    Whether a backend's barrier orders global memory so is the backend's own business: proven on each device by
-    _ordering_check_kernel before a fused rung's first output."""
+    """The ordering every fused rung relies on ("slot barrier", ORDERINGS): a program's stores to its slot before it
+    are seen by all its threads' loads after it, and its loads before it are done before its stores after it. Whether
+    a backend's barrier orders global memory so is proven on each device by _ordering_check_kernel."""
     tl.debug_barrier()
 
 
 @triton.jit
 def _read_parked(slot, h, local):
-    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t, in store order. Through L1: the program
-    wrote the slot (ordered by _slot_barrier), and most of its lines are still in this SM's L1."""
+    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t. Through L1, where most of the slot's
+    lines still are."""
     return tl.load(slot + h[:, None] * GROUP + local[None, :])
 
 
 @triton.jit
 def _release_slot(slot, CUDA_ARCH: tl.constexpr):
-    """From sm_80: once every read of the slot is done, drops its lines from L2 unwritten (discard_from_l2)."""
+    """From sm_80: once every read of the slot is done, drops its lines from L2 unwritten."""
     if CUDA_ARCH >= 80:
         _slot_barrier()
         discard_from_l2(slot, GROUP * GROUP * 2 // 128, CUDA_ARCH)
@@ -549,15 +527,15 @@ def _release_slot(slot, CUDA_ARCH: tl.constexpr):
 
 @triton.jit
 def _ordering_value(program, rnd, token, channel):
-    """The value program writes at (token, channel) of its slot in a round of the ordering check: an integer in
-    [-127, 127], exact in bf16, that differs from the previous round's at the same place and from its neighbours'."""
+    """What program writes at (token, channel) of its slot in a round of the ordering check: an integer in
+    [-127, 127], exact in bf16, unlike the previous round's there and its neighbours'."""
     return ((program * 7 + rnd * 37 + token * 5 + channel * 3) % 255 - 127).to(tl.float32)
 
 
 @triton.jit
 def _stamped_record(ptr, count, compared, first, stamp):
-    """Stores a proof's record, (count, compared, first, stamp), at ptr: stamp is the run's own (_run_stamp), and
-    tells the host that this run wrote the record (_unstamped)."""
+    """Stores a proof's record, (count, compared, first, stamp), at ptr: the run's own stamp (_run_stamp) tells the
+    host that this run wrote it."""
     field = tl.arange(0, 4)
     tl.store(ptr + field, tl.where(field == 0, count, tl.where(field == 1, compared,
                                                                tl.where(field == 2, first, stamp))))
@@ -566,12 +544,10 @@ def _stamped_record(ptr, count, compared, first, stamp):
 @triton.jit(do_not_specialize=("stamp",))
 def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, CHUNK: tl.constexpr,
                            Y_CHUNK: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """The ordering the fused rungs rely on, at a rung's own settings (warps, register cap, slices, y rows, cache hints,
-    slot size): each program, in a slot of its own, ROUNDS times parks CHUNK-token slices, passes _slot_barrier, reads
-    the slot back in Y_CHUNK-channel rows (every thread reading what other warps wrote) and passes the barrier again,
-    as the persistent walk does between tiles; then releases the slot. A read that is not what this round wrote is a
-    violation (a load or a store that passed another thread's). Writes (violations, elements compared, 0, the run's
-    stamp) at record_ptr + 4 * program."""
+    """The ordering the fused rungs rely on, at a rung's own settings: each program, in a slot of its own, ROUNDS times
+    parks CHUNK-token slices, passes _slot_barrier, reads the slot back in Y_CHUNK-channel rows (what other warps
+    wrote) and passes the barrier again, as the persistent walk does between tiles; then releases the slot. A read
+    that is not this round's value is a violation. Writes (violations, compared, 0, stamp) at record_ptr + 4 * p."""
     program = tl.program_id(0)
     slot = slots_ptr + program * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
@@ -596,20 +572,19 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, C
 
 # ---------------------------------------------------------------- the two-pass kernels: no slot, no reload
 # grad_input from row groups, then y, in two launches: no program loads what it stored itself (Ascend's compiler
-# corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, and every store's last dimension
-# contiguous. The y kernel computes y from x read again, or quantizes the y that the grad kernel kept in the scratch
-# (KEEP_Y: the launch between them orders the handoff). Each kernel walks its tiles in a 1-D grid, program p taking
-# tiles p, p + P, ...; the scales of GROUPS consecutive groups are stored at once, their last dimension contiguous.
-# EXACT: the math helpers in the forms IEEE picks, else the reference's operations as written (the tolerant rung).
-# NPU_DIVISION: divisions by the operator /, the backend's own (on Ascend the vector divide that the reference's Div
-# runs, its IEEE one), else tl.math.div_rn.
+# corrupts such a reload: triton-ascend issue #1416), no barrier, no mask, every store's last dimension contiguous.
+# The y kernel computes y from x read again, or quantizes the y the grad kernel kept in the scratch (KEEP_Y: the
+# launch between them orders the handoff). Program p of the 1-D grid takes tiles p, p + P, ...; the scales of GROUPS
+# consecutive groups are stored at once. EXACT: the math helpers in the forms IEEE picks, else the reference's
+# operations as written (tolerant). NPU_DIVISION: divisions by the operator / (on Ascend the vector divide of the
+# reference's Div, IEEE), else tl.math.div_rn.
 
 @triton.jit
 def _two_pass_sigmoid(gate, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr,
                       TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """NPU_DIVISION or tolerant: 1 / (1 + exp(-gate)) as the reference writes it (on Ascend torch.sigmoid is those
-    very Exp, Adds and Div). Else TABLE_FREE: the IEEE sigmoid computed whole, reading no table (plain's: the last
-    exact rung needs no other kernel); else the fused kernel's sigmoid per element (sigmoid_lookup)."""
+    very Exp, Adds and Div). Else TABLE_FREE: the IEEE sigmoid computed whole (plain's: the last exact rung needs no
+    table kernel); else sigmoid_lookup per element."""
     if NPU_DIVISION:
         return 1.0 / (1.0 + _exp(-gate, NO_LIBDEVICE))
     elif not EXACT:
@@ -624,8 +599,7 @@ def _two_pass_sigmoid(gate, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.con
 @triton.jit
 def _quantize_rows(v, EXACT: tl.constexpr, NPU_DIVISION: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """(int8 of v, the scales) for groups that are the rows of v (fp32 holding bf16 values, NaN kept). EXACT: as
-    quantize (with the operator / on Ascend: its IEEE division); else as the reference writes it, max(max|v| / 127,
-    1e-10) and v / s clamped and cast (tl.max drops NaN, and the division may not be IEEE: not byte-exact)."""
+    quantize; else as the reference writes it (tl.max drops NaN, and / may not be IEEE: not byte-exact)."""
     if EXACT:
         scale = group_scale(group_absmax(v, 1))
         if NPU_DIVISION:
@@ -703,10 +677,9 @@ def _y_tiles(x_ptr, scratch_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, st
              NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr,
              INDEX_64: tl.constexpr, LOADS: tl.constexpr, GATHER: tl.constexpr):
     """The y kernels' walk: a tile is CHANNELS channels x GROUPS token groups, y in y_q_t's order (channels x tokens).
-    LOADS: "kept", y from the scratch where the grad kernel kept it (M x H, bf16), loaded as columns; "columns", gate
-    and up loaded as columns, channels x tokens (strided along the last dimension), already in y_q_t's order; "rows",
-    gate and up loaded as rows, tokens x channels (contiguous), y transposed in registers. GATHER: see
-    Route.column_gather."""
+    LOADS: "kept", y from the scratch where the grad kernel kept it (M x H, bf16), as columns; "columns", gate and up
+    as columns (strided along the last dimension), already in y_q_t's order; "rows", gate and up as rows (contiguous),
+    y transposed in registers. GATHER: see Route.column_gather."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
     tile = _first_tile(INDEX_64)
