@@ -182,12 +182,8 @@ if hasattr(tl, "gather"):
     @triton.jit
     def _gather(table, idx):
         return tl.gather(table, idx, 0)
-else:
-    # Triton's hash of a kernel resolves every attribute in the source it calls, live branch or not: a mention of
-    # tl.gather fails where it is missing. Never called there (SIGMOID_TABLE is False).
-    @triton.jit
-    def _gather(table, idx):
-        return table
+else:  # Triton's hash of a kernel resolves each attribute it meets, live branch or not: no mention of tl.gather here
+    _gather = None  # never called (SIGMOID_TABLE is False)
 
 
 @triton.jit
@@ -367,9 +363,7 @@ def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols
                      NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
     """From rows x cols of gate, up and grad_y, writes their grad_input groups (a row's 128 channels, of each half)
     and scales; returns y (bf16)."""
-    gate = gate.to(tl.float32)
-    up = up.to(tl.float32)
-    gy = gy.to(tl.float32)
+    gate, up, gy = gate.to(tl.float32), up.to(tl.float32), gy.to(tl.float32)
     sig = sigmoid_lookup(gate, table_ptr, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
     d_gate, absmax_gate = grad_groups(d_gate, IEEE)
@@ -421,9 +415,7 @@ def _silu_mul_quant_kernel(
     lines the next tile rewrites in L2. INDEX_64: 64-bit offsets, for tensors past 2**31 elements."""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
-        program = tl.program_id(0)
-        if INDEX_64:
-            program = program.to(tl.int64)
+        program = _first_tile(INDEX_64)
         # Counts this program's tiles (stepping the tile costs registers); while: the interpreter's range() takes no
         # runtime bound.
         tiles_here = tl.cdiv(tiles - program, tl.num_programs(0))
@@ -438,11 +430,9 @@ def _silu_mul_quant_kernel(
             _slot_barrier()  # every read of the slot is done before the next tile writes it
             t += 1
     else:
-        pid_h = tl.program_id(0)
-        pid_m = tl.program_id(1)
+        pid_h, pid_m = tl.program_id(0), tl.program_id(1)
         if INDEX_64:
-            pid_h = pid_h.to(tl.int64)
-            pid_m = pid_m.to(tl.int64)
+            pid_h, pid_m = pid_h.to(tl.int64), pid_m.to(tl.int64)
         _silu_mul_quant_tile(
             x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
             pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H,
@@ -551,8 +541,7 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, C
     program = tl.program_id(0)
     slot = slots_ptr + program * (GROUP * GROUP)
     local = tl.arange(0, GROUP)
-    violations = 0
-    compared = 0
+    violations, compared = 0, 0
     for r in range(ROUNDS):
         for c in range(GROUP // CHUNK):
             tokens = c * CHUNK + tl.arange(0, CHUNK)
@@ -637,13 +626,11 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scra
     tiles_h = H // (GROUP * GROUPS)
     tiles = (M // ROWS) * tiles_h
     tile = _first_tile(INDEX_64)
-    local = tl.arange(0, GROUP)
-    groups = tl.arange(0, GROUPS)
+    local, groups = tl.arange(0, GROUP), tl.arange(0, GROUPS)
     while tile < tiles:  # a while loop: the interpreter takes no runtime bound in range()
         tokens = (tile // tiles_h) * ROWS + tl.arange(0, ROWS)
         first_group = (tile % tiles_h) * GROUPS
-        s_gate = tl.zeros([ROWS, GROUPS], dtype=tl.float32)
-        s_up = tl.zeros([ROWS, GROUPS], dtype=tl.float32)
+        s_gate, s_up = tl.zeros([ROWS, GROUPS], dtype=tl.float32), tl.zeros([ROWS, GROUPS], dtype=tl.float32)
         for g in range(GROUPS):
             cols = (first_group + g) * GROUP + local
             x_offs = tokens[:, None] * stride_x + cols[None, :]
@@ -656,8 +643,7 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scra
                 tl.store(scratch_ptr + tokens[:, None] * H + cols[None, :], y)
             # Rounded with NaN kept in each element, not by grad_groups: holding the raw values beside the rounded
             # ones for their max takes Ascend's unified buffer past its limit (check.py --targets judge).
-            d_gate = bf16_round(d_gate, IEEE)
-            d_up = bf16_round(d_up, IEEE)
+            d_gate, d_up = bf16_round(d_gate, IEEE), bf16_round(d_up, IEEE)
             q_gate, s = _quantize_rows(d_gate, EXACT, NPU_DIVISION, IEEE, CUDA_ARCH)
             s_gate = _with_column(s_gate, s, g, groups)
             q_up, s = _quantize_rows(d_up, EXACT, NPU_DIVISION, IEEE, CUDA_ARCH)
@@ -683,8 +669,7 @@ def _y_tiles(x_ptr, scratch_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, st
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
     tile = _first_tile(INDEX_64)
-    local = tl.arange(0, GROUP)
-    groups = tl.arange(0, GROUPS)
+    local, groups = tl.arange(0, GROUP), tl.arange(0, GROUPS)
     while tile < tiles:
         channels = (tile % tiles_h) * CHANNELS + tl.arange(0, CHANNELS)
         first_group = (tile // tiles_h) * GROUPS
@@ -696,14 +681,12 @@ def _y_tiles(x_ptr, scratch_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, st
             else:
                 if LOADS == "rows":
                     x_offs = tokens[:, None] * stride_x + channels[None, :]
-                    gate = tl.load(x_ptr + x_offs)
-                    up = tl.load(x_ptr + x_offs + H)
+                    gate, up = tl.load(x_ptr + x_offs), tl.load(x_ptr + x_offs + H)
                 else:
                     x_offs = tokens[None, :] * stride_x + channels[:, None]
                     if GATHER:  # offsets a compiler cannot see as affine (no-op max)
                         x_offs = tl.maximum(x_offs, 0)
-                    gate = tl.load(x_ptr + x_offs)
-                    up = tl.load(x_ptr + (x_offs + H))
+                    gate, up = tl.load(x_ptr + x_offs), tl.load(x_ptr + (x_offs + H))
                 gate = gate.to(tl.float32)
                 sig = _two_pass_sigmoid(gate, table_ptr, EXACT, NO_LIBDEVICE, NPU_DIVISION, TABLE_FREE, IEEE, CUDA_ARCH)
                 # Only y is kept; gate stands in for the grad_y that the y kernels do not read.
@@ -747,8 +730,7 @@ def _y_transposed_kernel(x_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, str
 # ---------------------------------------------------------------- backends, routes and launch settings
 
 class Route(NamedTuple):
-    """One rung of a ladder (the words: the module docstring), read by the launcher, the proofs and the tools; an entry
-    says only where it differs from the IEEE per-element fused rung."""
+    """One rung of a ladder; an entry says only where it differs from the IEEE per-element fused rung."""
     name: str
     native_math: bool = False  # the backend's conversions, fma and division (proven by the probe), else IEEE arithmetic
     sigmoid_table: bool = False  # the sigmoid gathered from the table (tl.gather, Triton 3.4+), else per element
@@ -758,9 +740,7 @@ class Route(NamedTuple):
     ptx: bool = False  # the PTX pieces where the arch has them, and the register cap where the backend takes it
     libdevice: bool = True  # libdevice's exp, else tl.exp (Ascend's libdevice is a stub)
     npu_division: bool = False  # divides with / (the reference's own vector divide on Ascend), else div_rn
-    # Column loads through offsets no compiler sees as affine, as triton-ascend then gathers a compact tile (a strided
-    # copy outgrows its unified buffer: PERF_NOTES.md, eleventh round).
-    column_gather: bool = False
+    column_gather: bool = False  # column loads through offsets no compiler sees as affine (Ascend: a compact gather)
     exact: bool = True  # the reference's bytes, else its tolerance (the tolerant rungs)
     persistent: bool = False  # as many programs as the device holds at once, else one a tile
     ordering: Optional[str] = None  # a key of ORDERINGS: what its kernels rely on, proven before its first output
@@ -772,8 +752,8 @@ class Route(NamedTuple):
 
     @property
     def probed(self):
-        """Every native route's but the nvidia ones, whose PTX pieces the ISA defines (proven on the H100 by
-        tools/exhaustive_exactness.py) and whose cold start a probe would lengthen by half (ninth round)."""
+        """Every native route's but the nvidia ones, whose PTX pieces the ISA defines (tools/exhaustive_exactness.py
+        proved them on the H100; a probe would lengthen their cold start by half)."""
         return self.native_math and not self.ptx
 
 
@@ -912,16 +892,14 @@ _PREFETCH_FROM = (3, 6)
 def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, resident=None):
     """The main kernels' settings (no autotuning: it costs judge time); resident: the programs an SM holds, where known.
     The ptx rungs where the backend takes maxnreg: 8 warps at 80 registers (three programs an SM), or 16 at 64 where
-    the grid needs as many rounds of two programs an SM as of three (theirs end sooner). Else the route's within the
-    backend's caps; persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
+    two programs an SM need as many rounds as three (theirs end sooner). Else the route's within the backend's caps;
+    persistent: sm_count * resident programs, a two-pass route one a core (triton-ascend's advice)."""
     backend = _backend(backend)
     route = _route(route or backend.route)
     tiles = (M // GROUP_SIZE) * (H // GROUP_SIZE)
     if route.ptx and "maxnreg" in backend.options:
-        if (sm_count and tiles > 3 * sm_count
-                and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)):
-            return LaunchSettings(num_warps=16, chunk=32, y_chunk=64, maxnreg=64)
-        return LaunchSettings(num_warps=8, chunk=32, y_chunk=64, maxnreg=80)
+        two = sm_count and tiles > 3 * sm_count and triton.cdiv(tiles, 2 * sm_count) == triton.cdiv(tiles, 3 * sm_count)
+        return LaunchSettings(num_warps=16 if two else 8, chunk=32, y_chunk=64, maxnreg=64 if two else 80)
     threads, chunk = route.threads, route.chunk
     if route.many_tiles and sm_count and tiles > MANY_TILES_PER_SM * sm_count:
         threads, chunk = route.many_tiles
@@ -936,16 +914,14 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
                   and not route.two_pass and not route.sigmoid_table))
 
 
-# The features of the arithmetic, each with a native and an IEEE form (the head of "the math"; sigmoid_lookup's,
-# bf16_round's and quantize's docstrings say their two), and its bit of the kernels' IEEE.
+# The features of the arithmetic, each with a native and an IEEE form (the head of "the math"), and its bit of IEEE.
 IEEE_FEATURES = {"sigmoid": IEEE_SIGMOID.value, "bf16 rounding": IEEE_BF16.value,
                  "division": IEEE_DIVISION.value, "int8 conversion": IEEE_INT8.value}
 
 
 def _route_constexprs(route, arch, ieee=()):
-    """The constexprs of the math by which routes differ: the route's, with the features `ieee` in their IEEE form (a
-    native rung's that its probe found wrong here; an IEEE rung runs all IEEE, a tolerant one none: it computes as the
-    reference is written). Under the interpreter no PTX and no libdevice (tl.exp is numpy's exp there)."""
+    """The math constexprs by which routes differ: a native rung runs the features `ieee` (those its probe found wrong
+    here) IEEE, an IEEE rung all, a tolerant one none. Under the interpreter no PTX and no libdevice."""
     route = _route(route)
     return {"SIGMOID_TABLE": route.sigmoid_table,
             "CUDA_ARCH": arch if route.ptx and not _INTERPRET and isinstance(arch, int) else 0,
@@ -969,18 +945,18 @@ def _signature(kernel):
 # The launches run once per device, before any call's; the proofs', once per device and launch settings.
 PER_DEVICE_LAUNCHES = ("sigmoid_table", "probe")
 PROOF_LAUNCHES = ("ordering",)
-# The ordering check's programs (a slot each) and rounds: on a device enough that the nvidia rungs' near-lockstep
-# warps show a missing barrier many times over (PERF_NOTES.md, eighteenth round); interpreted, enough to run each line.
+# The ordering check's programs (a slot each) and rounds: on a device enough that a missing barrier shows many times
+# over (PERF_NOTES.md, eighteenth round); interpreted, enough to run each line.
 _ORDERING_SIZE = {"PROGRAMS": 2, "ROUNDS": 2} if _INTERPRET else {"PROGRAMS": 512, "ROUNDS": 96}
 # The witness's runs on a rung relying on an ordering, its input out of L2 each time: runs that differ are a race
-# (PERF_NOTES.md, nineteenth round). The interpreter shows no race (the tests set two where they simulate one). On
-# other rungs two: the first launched through the JIT, the second as every later call launches (_launch_all).
+# (PERF_NOTES.md, nineteenth round); the interpreter shows none. On other rungs two: through the JIT, then as every
+# later call launches (_launch_all).
 _WITNESS_RUNS = 1 if _INTERPRET else 12
 
 
 def _table_launch(name, backend, route, warp_size):
-    """The launch that fills the sigmoid table: launch_plan's "sigmoid_table" where the route's kernels read it, else
-    witness_plan's "witness_table" (then a table that does not compile costs the witness, not the rung)."""
+    """The launch that fills the sigmoid table: launch_plan's "sigmoid_table", or witness_plan's "witness_table" where
+    the route's kernels do not read it (then a table that does not compile costs the witness, not the rung)."""
     return KernelLaunch(
         name, _sigmoid_table_kernel, (2 * _LUT_N // _LUT_BLOCK, 1, 1), _signature(_sigmoid_table_kernel),
         {"BLOCK": _LUT_BLOCK, "NO_LIBDEVICE": _route_constexprs(route, None)["NO_LIBDEVICE"],
