@@ -392,9 +392,8 @@ KERNEL_ARGUMENTS = (
 # Not specialized: the scale rows' strides (scales are stored one float at a time: nothing gained, fewer variants)
 # and M, which only counts tiles (Iluvatar's toolchain has reused a binary for another M and N).
 _UNSPECIALIZED = ("M", "stride_gs", "stride_ys")
-# A compiled kernel is launched directly under a key at least as fine as any JIT's known here, so that one key never
-# stands for two binaries: each pointer's address modulo _ALIGNMENT bytes (upstream Triton specializes on 16,
-# Iluvatar's on 64) and each integer's value.
+# A compiled kernel is launched directly under a key at least as fine as any JIT's known here (one key, one binary):
+# each integer's value and each pointer's address modulo _ALIGNMENT bytes (upstream specializes on 16, Iluvatar on 64).
 _ALIGNMENT = 64
 
 
@@ -411,22 +410,20 @@ def _silu_mul_quant_kernel(
     transposed) in the program's scratch slot, in L2 (not in registers: three programs share an SM). Then it reads y
     back in Y_CHUNK-channel rows of y_q_t, quantizes them by token group, and drops the slot from L2 unwritten.
     Program ids run along H first, so programs that run together read whole rows of x and grad_y (DRAM pages).
-    PERSISTENT: program p takes tiles p, p + P, ... (P: as many as the device holds at once) in one slot, whose dirty
-    lines the next tile rewrites in L2. INDEX_64: 64-bit offsets, for tensors past 2**31 elements."""
+    PERSISTENT: program p of P takes tiles p, p + P, ... in one slot, whose dirty lines the next tile rewrites in L2.
+    INDEX_64: 64-bit offsets, for tensors past 2**31 elements."""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
         program = _first_tile(INDEX_64)
-        # Counts this program's tiles (stepping the tile costs registers); while: the interpreter's range() takes no
-        # runtime bound.
+        # Counts its tiles (stepping the tile costs registers), in a while: interpreted, range() takes no runtime bound
         tiles_here = tl.cdiv(tiles - program, tl.num_programs(0))
         t = 0
         while t < tiles_here:
             tile = program + t * tl.num_programs(0)
             _silu_mul_quant_tile(
                 x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
-                tile % (H // GROUP), tile // (H // GROUP), program, H,
-                stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-                CHUNK, Y_CHUNK, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE, PREFETCH)
+                tile % (H // GROUP), tile // (H // GROUP), program, H, stride_x, stride_gy, stride_gq, stride_gs,
+                stride_yq, stride_ys, CHUNK, Y_CHUNK, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE, PREFETCH)
             _slot_barrier()  # every read of the slot is done before the next tile writes it
             t += 1
     else:
@@ -435,9 +432,8 @@ def _silu_mul_quant_kernel(
             pid_h, pid_m = pid_h.to(tl.int64), pid_m.to(tl.int64)
         _silu_mul_quant_tile(
             x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
-            pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H,
-            stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-            CHUNK, Y_CHUNK, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE, PREFETCH)
+            pid_h, pid_m, pid_m * (H // GROUP) + pid_h, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq,
+            stride_ys, CHUNK, Y_CHUNK, SIGMOID_TABLE, CUDA_ARCH, NO_LIBDEVICE, IEEE, PREFETCH)
 
 
 @triton.jit
