@@ -332,16 +332,13 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 
 @triton.jit
 def _sigmoid_table_kernel(table_ptr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
-    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the IEEE form on
-    every route (one fill a device, its cost no matter), or with the backend's division where that is IEEE
-    (NPU_DIVISION: Ascend's). Every route fills it: the witness's expectations read it."""
+    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the IEEE form, or
+    with the backend's division where that is IEEE (NPU_DIVISION: Ascend's). One fill a device (its cost no matter),
+    on every route: the witness's expectations read it."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
-    gate = bits.to(tl.float32, bitcast=True)
-    if NPU_DIVISION:
-        sig = 1.0 / (1.0 + _exp(-gate, NO_LIBDEVICE))
-    else:
-        sig = sigmoid(gate, NO_LIBDEVICE=NO_LIBDEVICE, IEEE=IEEE_ALL, CUDA_ARCH=0)
+    sig = _two_pass_sigmoid(bits.to(tl.float32, bitcast=True), table_ptr, EXACT=True, NO_LIBDEVICE=NO_LIBDEVICE,
+                            NPU_DIVISION=NPU_DIVISION, TABLE_FREE=True, IEEE=IEEE_ALL, CUDA_ARCH=0)
     tl.store(table_ptr + i, sig)
 
 
