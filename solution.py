@@ -395,13 +395,11 @@ _ALIGNMENT = 64
 
 
 @triton.jit(do_not_specialize=_UNSPECIALIZED)
-def _silu_mul_quant_kernel(
-    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
-    M, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-    CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PERSISTENT: tl.constexpr, INDEX_64: tl.constexpr,
-    PREFETCH: tl.constexpr,
-):
+def _silu_mul_quant_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr, M, H,
+                           stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys, CHUNK: tl.constexpr,
+                           Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
+                           NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PERSISTENT: tl.constexpr,
+                           INDEX_64: tl.constexpr, PREFETCH: tl.constexpr):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every byte is read or
     written once. It walks the tile in CHUNK-token slices; each closes its grad_input row groups and parks its y (bf16,
     transposed) in the program's scratch slot, in L2 (not in registers: three programs share an SM). Then it reads y
@@ -434,12 +432,11 @@ def _silu_mul_quant_kernel(
 
 
 @triton.jit
-def _silu_mul_quant_tile(
-    x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr,
-    pid_h, pid_m, slot_index, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
-    CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
-    NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr,
-):
+def _silu_mul_quant_tile(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y_s_ptr, table_ptr, scratch_ptr, pid_h,
+                         pid_m, slot_index, H, stride_x, stride_gy, stride_gq, stride_gs, stride_yq, stride_ys,
+                         CHUNK: tl.constexpr, Y_CHUNK: tl.constexpr, SIGMOID_TABLE: tl.constexpr,
+                         CUDA_ARCH: tl.constexpr, NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr,
+                         PREFETCH: tl.constexpr):
     """The tile (pid_h, pid_m), y parked in slot slot_index. PREFETCH: each slice's loads are issued before the
     previous slice's math (a slice's inputs held twice: only where threads have registers to spare)."""
     slot = scratch_ptr + slot_index * (GROUP * GROUP)
