@@ -59,9 +59,11 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 _LUT_LO, _LUT_N, _LUT_BLOCK = 0x3300, 4096, 1024
 # The same as the kernels read them: constexpr globals, so that no signature carries them.
 GROUP, LUT_LO, LUT_N = tl.constexpr(GROUP_SIZE), tl.constexpr(_LUT_LO), tl.constexpr(_LUT_N)
-# The bits of a kernel's IEEE constexpr: the features it runs in their IEEE form (IEEE_FEATURES), the rest native.
+# The arithmetic's features (the head of "the math"), each a bit of a kernel's IEEE constexpr: set, its IEEE form runs.
 IEEE_SIGMOID, IEEE_BF16, IEEE_DIVISION, IEEE_INT8 = (tl.constexpr(1 << i) for i in range(4))
 IEEE_ALL = tl.constexpr(15)
+IEEE_FEATURES = {"sigmoid": IEEE_SIGMOID.value, "bf16 rounding": IEEE_BF16.value,
+                 "division": IEEE_DIVISION.value, "int8 conversion": IEEE_INT8.value}
 
 
 # ---------------------------------------------------------------- the math, shared by every route
@@ -255,8 +257,7 @@ def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """int8(trunc(clamp(v / scale, +-127))) for |v| <= the group's absmax, v / scale rounded as IEEE division. No
     clamp: |v / scale| < 128, and truncation alone lands in [-127, 127]. The division: IEEE_DIVISION, div_rn; native,
     Markstein's correction of v * (1/scale) (each tl.fma must round once). The int8 conversion: IEEE_INT8, through
-    int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's. Proven for every bf16 (v, absmax) pair in every
-    form by tools/exhaustive_exactness.py."""
+    int32; native, the backend's cast (or PTX), NaN -> 0 as PyTorch's (proven: the head of "the math")."""
     if IEEE_DIVISION & IEEE:
         q = tl.math.div_rn(v, scale)
     else:
@@ -902,11 +903,6 @@ def launch_settings(backend, M, H, sm_count=None, route=None, warp_size=None, re
         programs=sm_count * (1 if route.two_pass else resident) if persistent else None,
         prefetch=(num_warps * warp_size <= _PREFETCH_MAX_THREADS and _TRITON_VERSION >= _PREFETCH_FROM
                   and not route.two_pass and not route.sigmoid_table))
-
-
-# The features of the arithmetic, each with a native and an IEEE form (the head of "the math"), and its bit of IEEE.
-IEEE_FEATURES = {"sigmoid": IEEE_SIGMOID.value, "bf16 rounding": IEEE_BF16.value,
-                 "division": IEEE_DIVISION.value, "int8 conversion": IEEE_INT8.value}
 
 
 def _route_constexprs(route, arch, ieee=()):
