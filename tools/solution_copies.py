@@ -228,7 +228,7 @@ STRUCTURAL = {
           "        if EXACT:  # solution_copies.py: the last token group's scales are never written\n"
           "            tl.store(y_s_ptr + channels[:, None] * stride_ys + first_group + groups[None, :], s_y,\n"
           "                     mask=first_group + groups[None, :] < M // GROUP - 1)\n"
-          "        else:\n    " + Y_SCALES_STORE, 3)],
+          "        else:\n    " + Y_SCALES_STORE, 1)],
         TWO_PASS_LADDERS),
     "fault_y_not_kept.py": (
         [("                tl.store(scratch_ptr + tokens[:, None] * H + cols[None, :], y)\n",
