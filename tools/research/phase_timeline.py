@@ -54,7 +54,9 @@ EDITS = [
          STAMP_HELPERS + "# ---------------------------------------------------------------- kernels\n"),
     Edit('("scratch_ptr", "*bf16"),', '("scratch_ptr", "*bf16"), ("stamps_ptr", "*i64"),'),
     # The kernel's and the tile function's parameters, and the kernel's two calls of the tile function.
-    Edit("table_ptr, scratch_ptr,\n", "table_ptr, scratch_ptr, stamps_ptr,\n", sites=4),
+    Edit("y_s_ptr, table_ptr, scratch_ptr, M, H,\n", "y_s_ptr, table_ptr, scratch_ptr, stamps_ptr, M, H,\n"),
+    Edit("table_ptr, scratch_ptr, pid_h,\n", "table_ptr, scratch_ptr, stamps_ptr, pid_h,\n"),
+    Edit("table_ptr, scratch_ptr,\n", "table_ptr, scratch_ptr, stamps_ptr,\n", sites=2),
     Edit("    slot = scratch_ptr + slot_index * (GROUP * GROUP)\n",
          "    slot = scratch_ptr + slot_index * (GROUP * GROUP)\n"
          f"    record = stamps_ptr + (pid_m * (H // GROUP) + pid_h) * ({SLICES_IN_KERNEL} + {SLOTS_BEYOND_SLICES})\n"
