@@ -11,8 +11,7 @@
 # Records land in $OUT/v, packed into one tarball at the end.
 set -uo pipefail
 xy=${1:?}; shift
-if [ "$xy" != 36 ]; then T=/tmp/tv$xy; rm -rf $T; mkdir -p $T && (cat .whl/t${xy}0.part.* | xz -d | tar -x -C $T)
-  export PYTHONPATH=$T; [ "$xy" = 35 ] && cp -r tools/research/amd_backend_stub $T/triton/backends/amd; fi
+. tools/research/triton_xy.sh
 . tools/research/records.sh
 commit=$(cat .lab/commit); before=$(cat .lab/before_commit)
 for step in "$@"; do case $step in
