@@ -2738,8 +2738,8 @@ def _launch_all(found, args, specialization, device, stream=None):
                                  stream)
                 direct += 1
                 continue
-            except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
-                compiled[specialization] = None
+            except (TypeError, AttributeError):  # a launcher that takes other arguments, a kernel without the
+                compiled[specialization] = None  # runner's attributes (a fork's): JIT launches from here on
         kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
         if not _INTERPRET and specialization not in compiled and device.backend.compiled_launch:
             # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.

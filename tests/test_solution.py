@@ -686,3 +686,41 @@ def test_a_ready_call_launches_its_compiled_kernel_on_the_stream_with_the_calls_
     shifted.copy_(x)
     with pytest.raises(BaseException, match="long way"):
         solution.launch(shifted, gy, *out)  # x 16 bytes off: another key, not ready
+
+
+def test_a_compiled_kernel_that_cannot_be_launched_directly_is_launched_through_its_jit(monkeypatch):
+    """_launch_all on a stand-in: a compiled kernel whose launcher takes other arguments (TypeError), or which lacks
+    what its runner would pass (a fork's CompiledKernel without packed_metadata), is launched through the JIT, for
+    good; one that launches directly counts as direct."""
+    monkeypatch.setattr(solution, "_LAUNCH_HOOKS", types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None))
+    jit_launches = []
+
+    class Jit:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: jit_launches.append(args) or "jit kernel"
+
+    class Refusing:
+        function, packed_metadata, constexpr_values = 1, (), ()
+
+        def run(self, *args):
+            raise TypeError("takes other arguments")
+
+    class WithoutMetadata:
+        function, constexpr_values = 1, ()
+
+        def run(self, *args):
+            pytest.fail("launched without its runner's metadata")
+
+    planned = types.SimpleNamespace(kernel=Jit(), grid=(1, 1, 1), constexprs={}, options={})
+    args = (torch.zeros(2), 3)
+    for stand_in in (Refusing(), WithoutMetadata()):
+        compiled = {"key": stand_in}
+        kernel, direct = solution._launch_all([(planned, (0, 1), compiled, set())], args, "key", None, stream=7)
+        assert (kernel, direct, compiled["key"]) == ("jit kernel", False, None)
+    assert len(jit_launches) == 2
+    launched = []
+    direct_kernel = types.SimpleNamespace(function=1, packed_metadata=(), constexpr_values=(),
+                                          run=lambda *a: launched.append(a))
+    kernel, direct = solution._launch_all([(planned, (0, 1), {"key": direct_kernel}, set())], args, "key", None,
+                                          stream=7)
+    assert (kernel, direct) == (direct_kernel, True) and launched[0][:9] == (1, 1, 1, 7, 1, (), None, None, None)
