@@ -584,11 +584,12 @@ def _launch_entry_points():
     candidates = [(jit, "JITFunction", "run", "launch"), (interpreter, "GridExecutor", "__call__", "launch")]
     points = [(getattr(module, cls_name, None), attr, kind) for module, cls_name, attr, kind in candidates]
     points.append((CompiledKernel, "__getitem__", "launcher"))
-    try:
-        from triton.runtime import driver
-        points.append((driver.active.launcher_cls, "__call__", "launcher call"))
-    except Exception:  # no device, so no driver: no compiled launch either
-        pass
+    if os.environ.get("TRITON_INTERPRET", "0") != "1":  # interpreted, no launcher runs (and none is set up here)
+        try:
+            from triton.runtime import driver
+            points.append((driver.active.launcher_cls, "__call__", "launcher call"))
+        except Exception:  # no device, so no driver: no compiled launch either
+            pass
     return [(cls, attr, kind) for cls, attr, kind in points if cls is not None and callable(getattr(cls, attr, None))]
 
 

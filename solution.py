@@ -493,8 +493,8 @@ def _slot_barrier():
 
 @triton.jit
 def _read_parked(slot, h, local):
-    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t. Through L1, where most of the slot's
-    lines still are."""
+    """The slot's channels h, each with the tile's GROUP tokens: rows of y_q_t. Through L1: the program wrote the slot
+    (ordered by _slot_barrier), and most of its lines are still in this SM's L1."""
     return tl.load(slot + h[:, None] * GROUP + local[None, :])
 
 
@@ -1615,7 +1615,8 @@ def _round_f32_struct(x):
 
 def _arbiter_group(inputs, half, table):
     """The arbiter: (the int8, the scale) of a group of d_gate (half 0), d_up (1) or y (2) from its elements' (gate,
-    up, grad_y), an element at a time with _round_f32_struct, sharing no code with _witness_expected's lists."""
+    up, grad_y), an element at a time with _round_f32_struct, sharing no arithmetic with _witness_expected's lists
+    (the inputs are the same region's)."""
     r = _round_f32_struct
     values = []
     for gate, up, gy in inputs:
@@ -2359,9 +2360,9 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
     """Compiles each (launch, args) in a forked child of its own, all at once, into Triton's cache for this process's
     compile: a compiler that kills its process (an LLVM fatal error, which no except clause sees) costs the rung, not
     the run. A death is the kernel's (KernelFailure "kills its compiler") only where a fresh interpreter's compile dies
-    too: on Triton 3.0 and 3.1 a child can die for its parent's sake (_in_children). Where no child can compile (no
-    fork, no target, a deadline passed, a JIT asking the driver for more, a death that was this process's), this
-    process compiles alone from then on, with one warning."""
+    too: on Triton 3.0 and 3.1 a child can die for its parent's sake (_in_children), and a safeguard must never cost
+    a sound rung. Where no child can compile (no fork, no target, a deadline passed, a JIT asking the driver for more,
+    a death that was this process's), this process compiles alone from then on, with one warning."""
     why = ("Triton's driver gives no target" if target is None else
            None if hasattr(os, "fork") else "this platform has no os.fork")
     if _no_children or why:
@@ -2389,7 +2390,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
 
 def _keys_before_fork(kernels):
     """The keys Triton computes once a process, its own and each kernel's, computed before the forks for the children
-    to inherit: from Triton 3.5 a kernel's key depends on those keyed before it (PERF_NOTES.md, seventeenth round)."""
+    to inherit: from Triton 3.5 a kernel's key depends on those keyed before it, and a key that differed here would
+    miss the child's binary in the cache (PERF_NOTES.md, seventeenth round)."""
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):  # its home from Triton 3.5; before
         with contextlib.suppress(Exception):  # not there; or it fails, and the compile meets that again and says why
             sys.modules[module].triton_key()
@@ -2732,14 +2734,16 @@ def _launch_all(found, args, specialization, device, stream=None):
     for planned, indices, compiled, _ in found:
         kernel_args = args if len(indices) == len(args) else tuple(args[i] for i in indices)
         kernel = compiled.get(specialization)
+        if kernel is not None and not all(hasattr(kernel, name) for name in ("run", "function", "packed_metadata")):
+            kernel = compiled[specialization] = None  # a fork's kernel without the runner's attributes: JIT launches
         if kernel is not None:
             try:
                 _launch_compiled(kernel, planned.grid, (*_argument_values(kernel_args), *kernel.constexpr_values),
                                  stream)
                 direct += 1
                 continue
-            except (TypeError, AttributeError):  # a launcher that takes other arguments, a kernel without the
-                compiled[specialization] = None  # runner's attributes (a fork's): JIT launches from here on
+            except TypeError:  # a Triton whose compiled-kernel launcher takes other arguments: JIT launches
+                compiled[specialization] = None
         kernel = planned.kernel[planned.grid](*kernel_args, **planned.constexprs, **planned.options)
         if not _INTERPRET and specialization not in compiled and device.backend.compiled_launch:
             # From Triton 3.3 a compiled kernel's launcher takes the constexprs too; before, only the rest.

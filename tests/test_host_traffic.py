@@ -235,6 +235,7 @@ def test_the_watch_counts_a_launcher_called_without_its_runner(monkeypatch):
         def __call__(self, grid_x, grid_y, grid_z, stream, function, *args):
             pass
 
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # interpreted, no launcher is watched (none runs)
     monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(
         active=types.SimpleNamespace(launcher_cls=StandInLauncher)))
     call = StandInLauncher.__dict__["__call__"]
