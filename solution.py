@@ -333,9 +333,8 @@ def discard_from_l2(ptr, N_LINES: tl.constexpr, CUDA_ARCH: tl.constexpr):
 
 @triton.jit
 def _sigmoid_table_kernel(table_ptr, BLOCK: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr):
-    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i, in the IEEE form, or
-    with the backend's division where that is IEEE (NPU_DIVISION: Ascend's). One fill a device (its cost no matter),
-    on every route: the witness's expectations read it."""
+    """table[2 * i + sign] = sigmoid of the bf16 gate with that sign and magnitude bits LUT_LO + i: the IEEE form, or
+    the backend's division where IEEE (NPU_DIVISION: Ascend's). One fill a device, every route: the witness reads it."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     bits = (((i % 2) << 15) | (LUT_LO + i // 2)) << 16
     sig = _two_pass_sigmoid(bits.to(tl.float32, bitcast=True), table_ptr, EXACT=True, NO_LIBDEVICE=NO_LIBDEVICE,
@@ -359,8 +358,7 @@ def _load_rows(x_ptr, grad_y_ptr, rows, cols, H, stride_x, stride_gy, wanted, dt
 def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols, pid_h, H, stride_gq, stride_gs,
                      N_ELEM: tl.constexpr, SIGMOID_TABLE: tl.constexpr, CUDA_ARCH: tl.constexpr,
                      NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr):
-    """From rows x cols of gate, up and grad_y, writes their grad_input groups (a row's 128 channels, of each half)
-    and scales; returns y (bf16)."""
+    """Writes the grad_input int8 and scales of rows x cols of gate, up and grad_y; returns their y (bf16)."""
     gate, up, gy = gate.to(tl.float32), up.to(tl.float32), gy.to(tl.float32)
     sig = sigmoid_lookup(gate, table_ptr, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
     y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
@@ -515,8 +513,7 @@ def _ordering_value(program, rnd, token, channel):
 
 @triton.jit
 def _stamped_record(ptr, count, compared, first, stamp):
-    """Stores a proof's record, (count, compared, first, stamp), at ptr: the run's own stamp (_run_stamp) tells the
-    host that this run wrote it."""
+    """Stores a proof record (count, compared, first, stamp) at ptr; its stamp (_run_stamp) shows this run wrote it."""
     field = tl.arange(0, 4)
     tl.store(ptr + field, tl.where(field == 0, count, tl.where(field == 1, compared,
                                                                tl.where(field == 2, first, stamp))))
@@ -562,9 +559,8 @@ def _ordering_check_kernel(slots_ptr, record_ptr, stamp, ROUNDS: tl.constexpr, C
 @triton.jit
 def _two_pass_sigmoid(gate, table_ptr, EXACT: tl.constexpr, NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr,
                       TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
-    """NPU_DIVISION or tolerant: 1 / (1 + exp(-gate)) as the reference writes it (on Ascend torch.sigmoid is those
-    very Exp, Adds and Div). Else TABLE_FREE: the IEEE sigmoid computed whole (plain's: the last exact rung needs no
-    table kernel); else sigmoid_lookup per element."""
+    """NPU_DIVISION or tolerant: 1 / (1 + exp(-gate)) as the reference writes it (on Ascend torch.sigmoid is those very
+    Exp, Adds and Div). Else TABLE_FREE: the IEEE sigmoid whole (plain needs no table kernel); else sigmoid_lookup."""
     if NPU_DIVISION:
         return 1.0 / (1.0 + _exp(-gate, NO_LIBDEVICE))
     elif not EXACT:
@@ -611,9 +607,8 @@ def _grad_rows_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, table_ptr, scra
                       stride_gq, stride_gs, ROWS: tl.constexpr, GROUPS: tl.constexpr, EXACT: tl.constexpr,
                       NO_LIBDEVICE: tl.constexpr, NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr,
                       IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr, INDEX_64: tl.constexpr, KEEP_Y: tl.constexpr):
-    """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of the gate half and of the up half; the
-    groups are closed one by one and their scales stored together. KEEP_Y: y (bf16) too, in the scratch (M x H), for
-    _y_kept_kernel."""
+    """grad_input: a tile is ROWS tokens x GROUPS groups of GROUP channels, of each half; the groups are closed one by
+    one and their scales stored together. KEEP_Y: y (bf16) too, in the scratch (M x H), for _y_kept_kernel."""
     tiles_h = H // (GROUP * GROUPS)
     tiles = (M // ROWS) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -654,9 +649,8 @@ def _y_tiles(x_ptr, scratch_ptr, y_q_ptr, y_s_ptr, table_ptr, M, H, stride_x, st
              NPU_DIVISION: tl.constexpr, TABLE_FREE: tl.constexpr, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr,
              INDEX_64: tl.constexpr, LOADS: tl.constexpr, GATHER: tl.constexpr):
     """The y kernels' walk: a tile is CHANNELS channels x GROUPS token groups, y in y_q_t's order (channels x tokens).
-    LOADS: "kept", y from the scratch where the grad kernel kept it (M x H, bf16), as columns; "columns", gate and up
-    as columns (strided along the last dimension), already in y_q_t's order; "rows", gate and up as rows (contiguous),
-    y transposed in registers. GATHER: see Route.column_gather."""
+    LOADS: "kept", y as columns of the scratch the grad kernel kept it in; "columns", gate and up as columns (strided),
+    in y_q_t's order; "rows", as rows (contiguous), y transposed in registers. GATHER: see Route.column_gather."""
     tiles_h = H // CHANNELS
     tiles = (M // (GROUP * GROUPS)) * tiles_h
     tile = _first_tile(INDEX_64)
@@ -1553,8 +1547,7 @@ _witness_regions = {}  # (channels, finite_only): the region's bits, made once a
 
 def _witness_region(channels, finite_only):
     """The witness's input, built here alone: the bf16 bits of its gate, up and grad_y planes, 128 tokens x channels
-    each (WITNESS_CHANNELS: on a device 512, every bf16 gate once; under the interpreter 128, every fourth), row-major,
-    one after another: the input kernel's region_ptr, and witness_input's."""
+    each (WITNESS_CHANNELS; 512 hold every bf16 gate once), row-major, one after another: the input kernel's region."""
     if (channels, finite_only) not in _witness_regions:
         planes = zip(*(_witness_bits(t, h, finite_only, channels) for t in range(128) for h in range(channels)))
         _witness_regions[channels, finite_only] = [b for plane in planes for b in plane]
@@ -1614,9 +1607,8 @@ def _round_f32_struct(x):
 
 
 def _arbiter_group(inputs, half, table):
-    """The arbiter: (the int8, the scale) of a group of d_gate (half 0), d_up (1) or y (2) from its elements' (gate,
-    up, grad_y), an element at a time with _round_f32_struct, sharing no arithmetic with _witness_expected's lists
-    (the inputs are the same region's)."""
+    """The arbiter: (the int8, the scale) of a group of d_gate (half 0), d_up (1) or y (2) from its elements' (gate, up,
+    grad_y), an element at a time with _round_f32_struct: it shares only the input with _witness_expected's lists."""
     r = _round_f32_struct
     values = []
     for gate, up, gy in inputs:
@@ -1797,8 +1789,7 @@ def _device_counts(x, module, index):
 
 
 class _Device:
-    """One device's state, set up on its first call there; the ladder (_take_first_rung, _leave_rung) and the proofs
-    (_prove) act on it."""
+    """One device's state, set up by its first call; the ladder (_take_first_rung, _leave_rung) and _prove act on it."""
 
     def __init__(self, x):
         forced_route = os.environ.get(ROUTE_ENV)
@@ -1851,9 +1842,8 @@ class _Device:
                            ieee=self.ieee.get(self.route, {}))
 
     def scratch_for(self, stream, elements):
-        """The scratch of a call on stream, at least elements long: kept for this thread's next call there, which the
-        stream orders after this one; a new one where the stream is unknown (None) or captured (a graph keeps its
-        own)."""
+        """The scratch of a call on stream, at least elements long, kept for this thread's next call there (which the
+        stream orders after this one); new where the stream is unknown (None) or captured (a graph keeps its own)."""
         kept = getattr(self.scratch, "by_stream", None)
         if kept is None:
             kept = self.scratch.by_stream = {}
@@ -2035,8 +2025,7 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 def _prove(device, key, specialization, found, args):
-    """Runs the proofs the rung's kernels have not passed for a call; the first verdict that leaves the rung (left), or
-    None."""
+    """Runs the proofs the rung's kernels lack for a call; the first verdict that leaves the rung, or None."""
     _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
     for proof in PROOFS:
         if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
@@ -2142,8 +2131,7 @@ def _unstamped(values, stamp):
 
 
 def _ordering_verdict(device, key, found, args):
-    """Runs the ordering check planned with a call's launches and reads its records: a violation is a race, which
-    costs every rung relying on the ordering."""
+    """Runs a call's planned ordering check, reads its records: a violation (a race) costs every rung relying on it."""
     launch = device.proof_launches[key]["ordering"]
     programs = launch.grid[0]
     slots = torch.empty(programs * GROUP_SIZE * GROUP_SIZE, dtype=torch.bfloat16, device=args[0].device)
@@ -2707,8 +2695,7 @@ def _argument_values(args, indices=None):
 
 def _no_launch_hooks():
     """Whether no launch hook is set where this Triton's CompiledKernel[grid] runner reads them (CompiledKernel's own
-    attributes to Triton 3.2, knobs.runtime's after; None, or from 3.5 a HookChain without calls); False where that
-    place is not known."""
+    attributes to Triton 3.2, knobs.runtime's after; None, or from 3.5 a HookChain without calls); else False."""
     hooks = _LAUNCH_HOOKS
     if hooks is None:
         return False
