@@ -400,12 +400,11 @@ def _silu_mul_quant_kernel(x_ptr, grad_y_ptr, grad_q_ptr, grad_s_ptr, y_q_ptr, y
                            NO_LIBDEVICE: tl.constexpr, IEEE: tl.constexpr, PERSISTENT: tl.constexpr,
                            INDEX_64: tl.constexpr, PREFETCH: tl.constexpr):
     """One program owns a GROUP-token x GROUP-channel tile, which closes both kinds of group: every byte is read or
-    written once. It walks the tile in CHUNK-token slices; each closes its grad_input row groups and parks its y (bf16,
-    transposed) in the program's scratch slot, in L2 (not in registers: three programs share an SM). Then it reads y
-    back in Y_CHUNK-channel rows of y_q_t, quantizes them by token group, and drops the slot from L2 unwritten.
-    Program ids run along H first, so programs that run together read whole rows of x and grad_y (DRAM pages).
-    PERSISTENT: program p of P takes tiles p, p + P, ... in one slot, whose dirty lines the next tile rewrites in L2.
-    INDEX_64: 64-bit offsets, for tensors past 2**31 elements."""
+    written once. In CHUNK-token slices it closes the tile's grad_input row groups and parks y (bf16, transposed) in the
+    program's scratch slot, in L2 (not in registers: three programs share an SM); then it reads y back in
+    Y_CHUNK-channel rows of y_q_t, quantizes them by token group, and drops the slot from L2 unwritten. Program ids run
+    along H first, so programs that run together read whole rows of x and grad_y (DRAM pages). PERSISTENT: program p of
+    P takes tiles p, p + P, ... in one slot, whose dirty lines the next tile rewrites in L2."""
     if PERSISTENT:
         tiles = (M // GROUP) * (H // GROUP)
         program = _first_tile(INDEX_64)
