@@ -176,10 +176,6 @@ _TRITON_VERSION = tuple(int(part) for part in re.findall(r"\d+", triton.__versio
 # The table is gathered where tl.gather exists and compiles: Triton 3.3 has it, but the main kernel's
 # gather does not finish compiling there (tools/triton_versions.py).
 _SIGMOID_TABLE = hasattr(tl, "gather") and _TRITON_VERSION >= (3, 4)
-# Where CompiledKernel[grid]'s runner reads the launch hooks (_no_launch_hooks).
-_LAUNCH_HOOKS = next((owner for owner in (getattr(triton.compiler, "CompiledKernel", None),
-                                          getattr(getattr(triton, "knobs", None), "runtime", None))
-                      if hasattr(owner, "launch_enter_hook") and hasattr(owner, "launch_exit_hook")), None)
 if hasattr(tl, "gather"):
     @triton.jit
     def _gather(table, idx):
@@ -2690,6 +2686,12 @@ def _argument_values(args, indices=None):
     without asking the tensor for it and the driver whether it is the device's (the call's checks did)."""
     return [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in (args if indices is None else
                                                                           (args[i] for i in indices))]
+
+
+# Where CompiledKernel[grid]'s runner reads the launch hooks.
+_LAUNCH_HOOKS = next((owner for owner in (getattr(triton.compiler, "CompiledKernel", None),
+                                          getattr(getattr(triton, "knobs", None), "runtime", None))
+                      if hasattr(owner, "launch_enter_hook") and hasattr(owner, "launch_exit_hook")), None)
 
 
 def _no_launch_hooks():
