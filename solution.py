@@ -1784,7 +1784,7 @@ def _device_counts(x, module, index):
 
 
 class _Device:
-    """One device's state, set up by its first call; the ladder (_take_first_rung, _leave_rung) and _prove act on it."""
+    """One device's state, set up by its first call; the ladder (_take_rung) acts on it."""
 
     def __init__(self, x):
         forced_route = os.environ.get(ROUTE_ENV)
@@ -1801,7 +1801,7 @@ class _Device:
         # The rungs remaining (the first taken); [(route, why)] of those left; by route, {check: differences} its
         # probe found and {feature: why} of the features it runs in their IEEE form.
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
-        self.left, self.probes, self.ieee = [], {}, {}
+        self.left, self.probes, self.ieee, self.set_up = [], {}, {}, False  # set_up: the first rung's (_set_up_rung)
         self.launches, self.proof_launches, self.settings = {}, {}, {}  # by key: [_CallKernel], {name: launch}, ...
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's; the
@@ -1860,42 +1860,57 @@ class _CallKernel(NamedTuple):
     loaded: set
 
 
-def _take_first_rung(device, shape=None):
-    """Makes the first remaining rung one that runs here: its table filled, a native rung's probe run, their kernels
-    compiled in one batch of children with the witness's and the setting-up call's (shape: its key). A rung whose kernel
-    does not compile, or whose probe finds a difference no IEEE feature explains, is left; one a feature explains turns
-    that feature IEEE. An error at run time is raised, not hidden."""
+def _take_rung(device, key=None, args=None, specialization=None):
+    """The ladder: the call's kernels ([_CallKernel]) on the first remaining rung that sets up here, compiles and loads
+    them for these arguments and passes the proofs they lack (args None: the rung set up alone, key the call that
+    sets it up). A rung that fails any of these is left for the next; a proof's own kernel that cannot run costs the
+    proof, not the rung. An error at run time is raised, not hidden."""
+    while True:
+        try:
+            verdict = None if device.set_up else _set_up_rung(device, key)
+            if verdict is None and args is None:
+                return None
+            if verdict is None:
+                found = _call_launches(device, key, args, specialization)
+                verdict = _prove(device, key, specialization, found, args)
+                if verdict is None:
+                    return found
+        except KernelFailure as exc:
+            if exc.launch.name in _PROOF_OF_LAUNCH:
+                _cannot_judge(device, _PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
+                continue
+            verdict = Verdict(leave=_compile_failure(exc))
+        _leave_rung(device, verdict.leave, verdict.mechanism)
+
+
+def _set_up_rung(device, key=None):
+    """Sets the first remaining rung up: its table filled, a native rung's probe run, their kernels compiled in one
+    batch of children with the witness's and the setting-up call's (key). A probe's difference that a feature in its
+    IEEE form explains turns that feature IEEE, and the rung is set up again; the Verdict that leaves the rung where
+    none explains it, else None."""
     while True:
         plan = device._plan(GROUP_SIZE, GROUP_SIZE)
-        probe = plan.get("probe")
-        probe_out = torch.empty(4 * probe.grid[0] if probe else 0, dtype=torch.int32, device=device.table.device)
-        witness = [pair for pair in _witness_pairs(device)
-                   if _compile_key(*pair) not in device.proofs_compiled  # a rung before this one compiled it
-                   # the same kernel as the rung's own table; or a table already filled
-                   and not (pair[0].name == "witness_table" and ("sigmoid_table" in plan or device.table_values))]
-        call = []  # the kernels of the call that sets the device up, with its ordering check
-        if shape is not None:
-            try:
-                call_plan = device._plan(*shape)
-                call = _stand_in_pairs(device, _call_kernels(call_plan)) + (
-                    [] if "ordering" in device.cannot_judge else _ordering_pairs(call_plan, device.table.device))
-            except ValueError:  # a grid too large: _call_launches meets it again, and raises
-                pass
-        pairs = ([(plan[name], (probe_out, device.table) if name == "probe" else (device.table,))
-                  for name in PER_DEVICE_LAUNCHES if name in plan] + witness + call)
-        try:
-            _compile_all(pairs, device, while_compiling=lambda wait_for: _witness_host_work(device, pairs, wait_for))
-        except KernelFailure as exc:
-            _kernel_failed(device, exc)
-            continue
-        device.proofs_compiled.update(_compile_key(*pair) for pair in witness + _ordering_pairs(
-            {launch.name: launch for launch, _ in pairs}, device.table.device))
-        # The route's own table, else the witness's (none once the witness cannot judge here).
-        table = plan.get("sigmoid_table") or {launch.name: launch for launch, _ in _witness_pairs(device)}.get(
-            "witness_table")
+        witness = {} if "witness" in device.cannot_judge else witness_plan(
+            device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size)
+        launches = [plan[name] for name in PER_DEVICE_LAUNCHES if name in plan] + [
+            # not the same kernel as the rung's own table; nor a table already filled
+            launch for launch in witness.values()
+            if launch.name != "witness_table" or not ("sigmoid_table" in plan or device.table_values)]
+        if key is not None:
+            with contextlib.suppress(ValueError):  # a grid too large: _call_launches meets it again, and raises
+                call_plan = device._plan(*key)
+                launches += _call_kernels(call_plan) + [call_plan[name] for name in PROOF_LAUNCHES if name in call_plan
+                                                        and _PROOF_OF_LAUNCH[name] not in device.cannot_judge]
+        # a proof's kernel a rung before this one compiled is not compiled again
+        pairs = [pair for pair in _stand_ins(launches, device) if _compile_key(*pair) not in device.proofs_compiled]
+        _compile_all(pairs, device, while_compiling=lambda wait_for: _witness_host_work(device, pairs, wait_for))
+        device.proofs_compiled.update(_compile_key(*pair) for pair in pairs if pair[0].name in _PROOF_OF_LAUNCH)
+        table = plan.get("sigmoid_table") or witness.get("witness_table")  # none once the witness cannot judge here
         if table is not None and not device.table_values:
             _fill_table(device, table)
+        probe = plan.get("probe")
         if probe is not None:
+            probe_out = torch.empty(4 * probe.grid[0], dtype=torch.int32, device=device.table.device)
             probe.kernel[probe.grid](probe_out, device.table, **probe.constexprs, **probe.options)
             counts, findings = _probe_verdict(probe_out.cpu().tolist(), probe.constexprs)
             device.probes[device.route] = counts
@@ -1903,16 +1918,15 @@ def _take_first_rung(device, shape=None):
             turn = ieee_features_for(device.route, findings, ieee)
             if turn:
                 ieee.update((feature, findings[check]) for feature, check in turn.items())
-                warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {device.route} route on this {device.backend.name} "
-                              f"device runs its {', '.join(sorted(turn))} in the IEEE form: "
-                              f"{_probe_why(counts, findings, findings)}", RuntimeWarning, stacklevel=5)
+                _warn(f"the {device.route} route on this {device.backend.name} device runs its "
+                      f"{', '.join(sorted(turn))} in the IEEE form: {_probe_why(counts, findings, findings)}")
                 continue
             if turn is None:  # the checks that no feature in its IEEE form explains
-                _leave_rung(device, _probe_why(counts, findings, set(findings) - _explained_checks(ieee)))
-                continue
+                return Verdict(leave=_probe_why(counts, findings, set(findings) - _explained_checks(ieee)))
         if hasattr(device.module, "synchronize"):
             device.module.synchronize()  # the table is filled before a call on any stream reads it
-        return
+        device.set_up = True
+        return None
 
 
 def _leave_rung(device, why, mechanism=None):
@@ -1930,24 +1944,23 @@ def _leave_rung(device, why, mechanism=None):
     device.left += [(r, why) for r in failed]
     for found_on_the_rung in (device.launches, device.proof_launches, device.settings, device.proven, device.ready):
         found_on_the_rung.clear()
-    device.last_ready = None
-    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: left the {', '.join(failed)} {routes} on this {device.backend.name} "
-                  f"device: {why}; taking the {device.route} route", RuntimeWarning, stacklevel=5)
+    device.last_ready, device.set_up = None, False
+    _warn(f"left the {', '.join(failed)} {routes} on this {device.backend.name} device: {why}; taking the "
+          f"{device.route} route")
 
 
-def _kernel_failed(device, exc):
-    """A kernel's KernelFailure: a proof's own costs the proof, a rung's the rung (True: the caller takes the next)."""
-    if exc.launch.name in _PROOF_OF_LAUNCH:
-        _cannot_judge(device, _PROOF_OF_LAUNCH[exc.launch.name], _compile_failure(exc))
-        return False
-    _leave_rung(device, _compile_failure(exc))
-    return True
+def _warn(message):
+    """One RuntimeWarning of this module, laid at the caller's line outside this file."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: {message}", RuntimeWarning, stacklevel=level)
 
 
 def _call_launches(device, key, args, specialization):
-    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings); settings None: the route's own), found once a
-    key: the first rung whose kernels and proofs' launches all compile for these arguments. A persistent rung's grid is
-    then planned again from the programs an SM holds of its compiled kernel."""
+    """[_CallKernel] of a call's kernels (key: (M, H, index_64, settings); settings None: the route's own), planned once
+    a key, compiled and loaded with the ordering check's for these arguments (a KernelFailure where one cannot run). A
+    persistent rung's grid is planned again from the programs an SM holds of its compiled kernel."""
     M, H, index_64, settings = key
     found = device.launches.get(key)
     resident = None
@@ -1960,17 +1973,11 @@ def _call_launches(device, key, args, specialization):
         device.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES
                                                if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
         device.settings[key] = planned_with
-        ordering = [pair for pair in _ordering_pairs(proofs, device.table.device)
+        ordering = [pair for pair in _stand_ins(proofs.values(), device)
                     if _compile_key(*pair) not in device.proofs_compiled]
-        try:
-            # A grid planned again (resident) compiles the same kernels: no children for them again.
-            kernels = _compile_all([(kernel.launch, tuple(args[i] for i in kernel.arg_indices)) for kernel in found]
-                                   + ordering, device if resident is None else None)
-        except KernelFailure as exc:
-            if _kernel_failed(device, exc):
-                _take_first_rung(device, key)
-            found = resident = None
-            continue
+        # A grid planned again (resident) compiles the same kernels: no children for them again.
+        kernels = _compile_all([(kernel.launch, tuple(args[i] for i in kernel.arg_indices)) for kernel in found]
+                               + ordering, device if resident is None else None)
         device.proofs_compiled.update(_compile_key(*pair) for pair in ordering)
         for call_kernel, kernel in zip(found, kernels):
             if call_kernel.launch.constexprs.get("PERSISTENT") and resident is None and settings is None:
@@ -1979,6 +1986,12 @@ def _call_launches(device, key, args, specialization):
                     found = None
                     break
     device.launches[key] = found
+    for call_kernel in found:
+        if specialization not in call_kernel.loaded:
+            # Arguments of another alignment or size compile another binary: compiled and loaded as the first was,
+            # so that a compiler that dies or a binary that does not load costs the rung.
+            _compile_all([(call_kernel.launch, tuple(args[i] for i in call_kernel.arg_indices))], device)
+            call_kernel.loaded.add(specialization)
     return found
 
 
@@ -2020,7 +2033,7 @@ _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering"
 
 
 def _prove(device, key, specialization, found, args):
-    """Runs the proofs the rung's kernels lack for a call; the first verdict that leaves the rung, or None."""
+    """Runs the proofs the rung's kernels lack for a call: the first verdict that leaves the rung, or None."""
     _refuse_capture(device.module, "the first call of each shape proves its kernels on the device")
     for proof in PROOFS:
         if proof == "ordering":  # what a pass proves: the ordering, at these launch settings (none where not relied on)
@@ -2034,8 +2047,6 @@ def _prove(device, key, specialization, found, args):
         if verdict.unjudged:
             _cannot_judge(device, proof, verdict.unjudged)
         elif verdict.leave:
-            _leave_rung(device, verdict.leave, verdict.mechanism)
-            _take_first_rung(device, key)
             return verdict
         else:
             device.proven.add(passed)
@@ -2045,24 +2056,19 @@ def _prove(device, key, specialization, found, args):
 
 def _cannot_judge(device, proof, why):
     device.cannot_judge[proof] = why
-    warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: the {proof} cannot judge the kernels on this "
-                  f"{device.backend.name} device ({why}): the {device.route} route and every later one run "
-                  f"unproven by it", RuntimeWarning, stacklevel=5)
+    _warn(f"the {proof} cannot judge the kernels on this {device.backend.name} device ({why}): the {device.route} "
+          f"route and every later one run unproven by it")
 
 
-def _stand_in_pairs(device, launches):
-    """[(launch, stand-in arguments)] of launches, to compile before a call brings its own: tensors of the kernels'
-    types at any allocation's alignment here, GROUP_SIZE for each integer."""
-    dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
-    named = {name: torch.empty(16, dtype=dtypes[kind], device=device.table.device) if kind in dtypes else GROUP_SIZE
-             for name, kind in KERNEL_ARGUMENTS + _WITNESS_ARGUMENTS}
-    return [(launch, tuple(named[name] for name in launch.signature)) for launch in launches]
+_STAND_IN_DTYPES = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
 
 
-def _witness_pairs(device):
-    """_stand_in_pairs of the witness's kernels (no integer specialized: one set serves all shapes but 64-bit ones)."""
-    return [] if "witness" in device.cannot_judge else _stand_in_pairs(device, witness_plan(
-        device.backend, GROUP_SIZE, GROUP_SIZE, route=device.route, warp_size=device.warp_size).values())
+def _stand_ins(launches, device):
+    """[(launch, stand-in arguments)] of launches, to compile before a call brings its own: a tensor of each pointer's
+    type at any allocation's alignment here, GROUP_SIZE for each integer."""
+    return [(launch, tuple(torch.empty(16, dtype=_STAND_IN_DTYPES[kind], device=device.table.device)
+                           if kind in _STAND_IN_DTYPES else GROUP_SIZE for kind in launch.signature.values()))
+            for launch in launches]
 
 
 def _witness_host_work(device, pairs, wait_for):
@@ -2094,15 +2100,6 @@ def _compile_key(launch, args):
     """What makes a launch on args one compile: constexprs, options, pointers' addresses modulo _ALIGNMENT."""
     return (launch.name, tuple(launch.constexprs.items()), tuple(launch.options.items()),
             tuple(a.data_ptr() % _ALIGNMENT for a in args if isinstance(a, torch.Tensor)))
-
-
-def _ordering_pairs(plan, device):
-    """[(launch, stand-in arguments)] of a plan's ordering check, for compiling; none where it has none."""
-    launch = plan.get("ordering")
-    if launch is None:
-        return []
-    return [(launch, (torch.empty(16, dtype=torch.bfloat16, device=device),
-                      torch.empty(16, dtype=torch.int32, device=device), 0))]
 
 
 # A proof's check kernel writes its run's stamp last in each of its records (_stamped_record): a record holding
@@ -2185,7 +2182,7 @@ def _witness_verdict(device, key, found, args):
 
     before = [plan[name] for name in ("witness_input", "witness_evict") if name in plan]
     pairs = [(launch, tuple(named[name] for name in launch.signature)) for launch in before + [check]]
-    # _take_first_rung compiled them for every shape but 64-bit ones, at its alignments
+    # _set_up_rung compiled them for every shape but 64-bit ones, at its alignments
     pending = [pair for pair in pairs if _compile_key(*pair) not in device.proofs_compiled]
     if pending:
         try:
@@ -2367,8 +2364,8 @@ def _compile_in_children(pairs, target, index, while_compiling=None):
                next((detail for verdict, detail in verdicts if verdict == "no child"), None))
     if why and not _no_children:
         _no_children.append(why)
-        warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: compiling in this process, as no child process can compile "
-                      f"here ({why}): a compiler that aborts would end the run", RuntimeWarning, stacklevel=4)
+        _warn(f"compiling in this process, as no child process can compile here ({why}): a compiler that aborts "
+              f"would end the run")
 
 
 def _keys_before_fork(kernels):
@@ -2576,14 +2573,14 @@ def resident_programs(kernel, device_index, warp_size):
 _devices = {}
 
 
-def _device(x, shape=None):
-    """The _Device of x's device, set up on first use (shape: the key of the call that sets it up, if one does)."""
+def _device(x, key=None):
+    """The _Device of x's device, set up on first use (key: the call's that sets it up, if one does)."""
     device = _devices.get(x.get_device())
     if device is None:
         device = _Device(x)
         _refuse_capture(device.module, "the first call on a device proves its arithmetic")
         with _on_device(x):
-            _take_first_rung(device, shape)
+            _take_rung(device, key)
         _devices[x.get_device()] = device
     return device
 
@@ -2624,7 +2621,7 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     """Checks the arguments and launches the route's kernels; returns the last compiled kernel launched. settings
     (LaunchSettings) overrides the route's own, for design sweeps. A ready call (its key proven and launched directly
     before) launches its compiled kernels on the driver's stream, with the tensors' addresses. Else the long way: its
-    kernels compiled for this specialization, proven, launched; a rung that fails is left, and the call starts again."""
+    kernels compiled for this specialization and proven on the first rung that passes (_take_rung), then launched."""
     M, H, strides, index_64, addresses = _check_inputs(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t,
                                                        group_size)
     tensors = (x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t)
@@ -2658,20 +2655,8 @@ def launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size=GROUP
     scratch = device.scratch_for(stream, M * H)
     args = (*tensors, device.table, scratch, M, H, *strides)
     specialization = _specialization_of(device, args[:8], strides)
-    found = _call_launches(device, key, args, specialization)
-    for call_kernel in found:
-        if specialization not in call_kernel.loaded:
-            # Arguments of another alignment or size compile another binary: compiled and loaded as the first was,
-            # so that a compiler that dies or a binary that does not load costs the rung.
-            try:
-                _compile_all([(call_kernel.launch, tuple(args[i] for i in call_kernel.arg_indices))], device)
-            except KernelFailure as exc:
-                _leave_rung(device, _compile_failure(exc))
-                _take_first_rung(device, key)
-                return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
-            call_kernel.loaded.add(specialization)
-    if (key, specialization) not in device.proven and _prove(device, key, specialization, found, args):
-        return launch(x, grad_y, grad_input_q, grad_input_s, y_q_t, y_s_t, group_size, settings)
+    found = (device.launches[key] if (key, specialization) in device.proven
+             else _take_rung(device, key, args, specialization))
     kernel, direct = _launch_all(found, args, specialization, device, stream)
     if direct and stream is not None:
         device.ready[(M, H, settings, specialization)] = tuple(

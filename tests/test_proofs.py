@@ -543,7 +543,7 @@ def test_the_table_filled_while_the_children_compile_is_the_devices_own(monkeypa
     filled = device.table.clone()
     device.table.fill_(0.25)
     device.table_values, device.expectations = None, {}
-    pairs = solution._witness_pairs(device)
+    pairs = solution._stand_ins(solution.witness_plan(device.backend, 128, 128, route=device.route).values(), device)
     stand_in = dict(zip((launch.name for launch, _ in pairs), (args for _, args in pairs)))["witness_table"]
     for a in stand_in:
         if isinstance(a, torch.Tensor):
