@@ -32,7 +32,7 @@ t_import = time.perf_counter() - t_import
 wrap(solution, "_in_children", lambda a, k: "children: " + ",".join(getattr(j[0], "__name__", str(j[0])) for j in a[0]))
 wrap(solution, "_child_verdict", lambda a, k: "child done " + str(a[0]))
 wrap(solution, "_compile", lambda a, k: "parent compile+load " + a[0].name)
-for name in ("_take_first_rung", "_call_launches", "_prove"):
+for name in ("_take_first_rung", "_take_rung", "_set_up_rung", "_call_launches", "_prove"):
     if hasattr(solution, name):
         wrap(solution, name, lambda a, k, n=name: n)
 for proof in list(getattr(solution, "_PROOF_RUNS", {})):  # issue 44's proofs, each run timed
