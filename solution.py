@@ -1950,9 +1950,9 @@ def _leave_rung(device, why, mechanism=None):
 
 
 def _warn(message):
-    """One RuntimeWarning of this module, laid at the caller's line outside this file."""
+    """One RuntimeWarning of this module, laid at the line of the first caller outside it."""
     level, frame = 2, sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and frame.f_globals is globals():
         level, frame = level + 1, frame.f_back
     warnings.warn(f"silu_dot_fwd_bwd_quant_fuse: {message}", RuntimeWarning, stacklevel=level)
 
@@ -2065,10 +2065,10 @@ _STAND_IN_DTYPES = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.f
 
 def _stand_ins(launches, device):
     """[(launch, stand-in arguments)] of launches, to compile before a call brings its own: a tensor of each pointer's
-    type at any allocation's alignment here, GROUP_SIZE for each integer."""
-    return [(launch, tuple(torch.empty(16, dtype=_STAND_IN_DTYPES[kind], device=device.table.device)
-                           if kind in _STAND_IN_DTYPES else GROUP_SIZE for kind in launch.signature.values()))
-            for launch in launches]
+    type at any allocation's alignment here, GROUP_SIZE for each integer (a KeyError for a pointer of another type)."""
+    return [(launch, tuple(GROUP_SIZE if kind == "i32" else torch.empty(16, dtype=_STAND_IN_DTYPES[kind],
+                                                                       device=device.table.device)
+                           for kind in launch.signature.values())) for launch in launches]
 
 
 def _witness_host_work(device, pairs, wait_for):

@@ -724,3 +724,23 @@ def test_a_compiled_kernel_that_cannot_be_launched_directly_is_launched_through_
     kernel, direct = solution._launch_all([(planned, (0, 1), {"key": direct_kernel}, set())], args, "key", None,
                                           stream=7)
     assert (kernel, direct) == (direct_kernel, True) and launched[0][:9] == (1, 1, 1, 7, 1, (), None, None, None)
+
+
+def test_every_launch_compiled_before_a_call_gets_stand_ins_of_its_own_types():
+    """The set-up's compile before a call (_stand_ins): a tensor of each pointer's dtype, GROUP_SIZE for each i32, for
+    every launch any backend plans on any route; a pointer of a type it has no stand-in for is a KeyError, not an
+    integer in its place."""
+    dtypes = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
+    device = types.SimpleNamespace(table=torch.empty(0))
+    launches = [launch for backend in solution.BACKENDS for route in solution.ROUTES
+                for plan in (solution.launch_plan(backend, 128, 256, route=route, arch=90, sm_count=132),
+                             solution.witness_plan(backend, 128, 256, route=route))
+                for launch in plan.values()]
+    assert {"probe", "ordering", "sigmoid_table", "witness_check"} <= {launch.name for launch in launches}
+    for launch, args in solution._stand_ins(launches, device):
+        assert len(args) == len(launch.signature)
+        for kind, arg in zip(launch.signature.values(), args):
+            assert arg == solution.GROUP_SIZE if kind == "i32" else arg.dtype == dtypes[kind], (launch.name, kind)
+    odd = launches[0]._replace(signature={"half_ptr": "*fp16"})
+    with pytest.raises(KeyError):
+        solution._stand_ins([odd], device)
