@@ -2060,7 +2060,8 @@ def _cannot_judge(device, proof, why):
           f"route and every later one run unproven by it")
 
 
-_STAND_IN_DTYPES = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32}
+_STAND_IN_DTYPES = {"*bf16": torch.bfloat16, "*i8": torch.int8, "*fp32": torch.float32, "*i32": torch.int32,
+                    "*i64": torch.int64}  # the last for the tools that instrument the kernels
 
 
 def _stand_ins(launches, device):
