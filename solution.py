@@ -267,6 +267,20 @@ def quantize(v, scale, inv_scale, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
 
 
 @triton.jit
+def grad_rows_quantized(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
+    """(y (bf16), the int8 and scales of d_gate, those of d_up) of rows of gate, up, grad_y and their sigmoid, each
+    row one group: the fused kernel's math, which the probe's pipeline check runs as it is."""
+    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
+    d_gate, absmax_gate = grad_groups(d_gate, IEEE)
+    d_up, absmax_up = grad_groups(d_up, IEEE)
+    s_gate = group_scale(absmax_gate)
+    s_up = group_scale(absmax_up)
+    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE, CUDA_ARCH)
+    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE, CUDA_ARCH)
+    return y, q_gate, s_gate, q_up, s_up
+
+
+@triton.jit
 def _int8_of_quotient(q, scale):
     """int8(trunc(q)) for q a quotient of its group's values by the group's scale: |q| < 128 where the scale is finite,
     and there a float -> int32 conversion truncates on every backend; else every quotient is NaN or 0 (v / inf), and
@@ -357,13 +371,7 @@ def _grad_rows_quant(gate, up, gy, grad_q_ptr, grad_s_ptr, table_ptr, rows, cols
     """Writes the grad_input int8 and scales of rows x cols of gate, up and grad_y; returns their y (bf16)."""
     gate, up, gy = gate.to(tl.float32), up.to(tl.float32), gy.to(tl.float32)
     sig = sigmoid_lookup(gate, table_ptr, N_ELEM, NO_LIBDEVICE, SIGMOID_TABLE, IEEE, CUDA_ARCH)
-    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
-    d_gate, absmax_gate = grad_groups(d_gate, IEEE)
-    d_up, absmax_up = grad_groups(d_up, IEEE)
-    s_gate = group_scale(absmax_gate)
-    s_up = group_scale(absmax_up)
-    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE, CUDA_ARCH)
-    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE, CUDA_ARCH)
+    y, q_gate, s_gate, q_up, s_up = grad_rows_quantized(gate, up, gy, sig, IEEE, CUDA_ARCH)
     q_offs = rows[:, None] * stride_gq + cols[None, :]
     tl.store(grad_q_ptr + q_offs, q_gate)
     tl.store(grad_q_ptr + q_offs + H, q_up)
@@ -1081,15 +1089,9 @@ def _probe_operand(h):
 def _probe_pipeline(gate, up, gy, sig, IEEE: tl.constexpr, CUDA_ARCH: tl.constexpr):
     """The main kernel's math on rows of 128, quantized along rows: the int8 of d_gate, d_up and y packed in the low
     three bytes of an int32, and the rows' three scales."""
-    y, d_gate, d_up = silu_mul_fwd_bwd(gate, up, gy, sig, IEEE)
+    y, q_gate, s_gate, q_up, s_up = grad_rows_quantized(gate, up, gy, sig, IEEE, CUDA_ARCH)
     y = y.to(tl.float32)
-    d_gate, absmax_gate = grad_groups(d_gate, IEEE)
-    d_up, absmax_up = grad_groups(d_up, IEEE)
-    s_gate = group_scale(absmax_gate)
-    s_up = group_scale(absmax_up)
     s_y = group_scale(group_absmax(y, 1))
-    q_gate = quantize(d_gate, s_gate[:, None], tl.math.div_rn(1.0, s_gate)[:, None], IEEE, CUDA_ARCH)
-    q_up = quantize(d_up, s_up[:, None], tl.math.div_rn(1.0, s_up)[:, None], IEEE, CUDA_ARCH)
     q_y = quantize(y, s_y[:, None], tl.math.div_rn(1.0, s_y)[:, None], IEEE, CUDA_ARCH)
     packed = (q_gate.to(tl.int32) & 0xFF) | ((q_up.to(tl.int32) & 0xFF) << 8) | ((q_y.to(tl.int32) & 0xFF) << 16)
     return packed, s_gate, s_up, s_y
@@ -1868,9 +1870,9 @@ def _take_rung(device, key=None, args=None, specialization=None):
     while True:
         try:
             verdict = None if device.set_up else _set_up_rung(device, key)
-            if verdict is None and args is None:
-                return None
             if verdict is None:
+                if args is None:
+                    return None
                 found = _call_launches(device, key, args, specialization)
                 verdict = _prove(device, key, specialization, found, args)
                 if verdict is None:
@@ -1899,8 +1901,7 @@ def _set_up_rung(device, key=None):
         if key is not None:
             with contextlib.suppress(ValueError):  # a grid too large: _call_launches meets it again, and raises
                 call_plan = device._plan(*key)
-                launches += _call_kernels(call_plan) + [call_plan[name] for name in PROOF_LAUNCHES if name in call_plan
-                                                        and _PROOF_OF_LAUNCH[name] not in device.cannot_judge]
+                launches += _call_kernels(call_plan) + list(_judging_proof_launches(device, call_plan).values())
         # a proof's kernel a rung before this one compiled is not compiled again
         pairs = [pair for pair in _stand_ins(launches, device) if _compile_key(*pair) not in device.proofs_compiled]
         _compile_all(pairs, device, while_compiling=lambda wait_for: _witness_host_work(device, pairs, wait_for))
@@ -1970,8 +1971,7 @@ def _call_launches(device, key, args, specialization):
         plan = device._plan(M, H, index_64, planned_with)
         found = [_CallKernel(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in
                                            launch.signature), {}, {specialization}) for launch in _call_kernels(plan)]
-        device.proof_launches[key] = proofs = {name: plan[name] for name in PROOF_LAUNCHES
-                                               if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
+        device.proof_launches[key] = proofs = _judging_proof_launches(device, plan)
         device.settings[key] = planned_with
         ordering = [pair for pair in _stand_ins(proofs.values(), device)
                     if _compile_key(*pair) not in device.proofs_compiled]
@@ -2052,6 +2052,12 @@ def _prove(device, key, specialization, found, args):
             device.proven.add(passed)
     device.proven.add((key, specialization))
     return None
+
+
+def _judging_proof_launches(device, plan):
+    """{name: launch} of a plan's proof launches (PROOF_LAUNCHES) whose proof can judge on this device."""
+    return {name: plan[name] for name in PROOF_LAUNCHES
+            if name in plan and _PROOF_OF_LAUNCH[name] not in device.cannot_judge}
 
 
 def _cannot_judge(device, proof, why):
