@@ -3,6 +3,7 @@ go, and every launch of the solution's plan checked against the chip's known lim
 
     python check.py --targets judge[:CHIP,...] [--solution PATH] [--json PATH]
     python judge_targets.py [--chips NAME ...] [--solution PATH] [--json PATH] [--jobs N]
+    python judge_targets.py --install-only [--chips NAME ...]     # the venvs only (CI: beside the tests)
 
 What each chip is (Triton base version, routes, warp size, thread and grid limits, compile options) is the
 solution's own table, solution.BACKENDS. What this module knows is how far each one can be compiled here:
@@ -864,20 +865,7 @@ def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, l
     """The judge rows (of the named chips, or all), planned, limit-checked and compiled. Returns
     (rows, shape count)."""
     solution_path = str(Path(solution_path).resolve())
-    table = _read_json(compile_matrix.run_script(["--table", "--solution", solution_path], PLAN_TIMEOUT_S,
-                                                 script=__file__), "reading the solution's BACKENDS")
-    missing = sorted(set(table) - set(JUDGE_CHIPS) - {"unknown"})
-    if missing:
-        log(f"  note: no judge chip for BACKENDS' {', '.join(missing)}")
-    rows, installs = [], {}
-    for index, row in enumerate(judge_rows()):
-        if chips and row.backend not in chips:
-            continue
-        problems = contradictions(row, table.get(row.backend))
-        if problems:
-            rows.append(_unchecked_row(index, "-", "; ".join(problems)))
-        else:
-            installs.setdefault(installation(row, table[row.backend]), []).append(index)
+    rows, installs = _rows_by_installation(solution_path, chips, log)
     compiles, shape_count = [], 0
     for install, (python, planned) in _install_and_plan(installs, solution_path, jobs, log).items():
         if python is None:
@@ -892,6 +880,51 @@ def run_judge(solution_path, jobs=2, timeout=compile_matrix.COMPILE_TIMEOUT_S, l
             compiles += [(python, {**job, "triton": triton}) for job in plan["jobs"]]
     rows += _compile_rows(compiles, solution_path, jobs, timeout, log, source_problems(solution_path))
     return sorted(rows, key=lambda r: r["row"]), shape_count
+
+
+def _rows_by_installation(solution_path, chips=None, log=print):
+    """(the rows the solution's BACKENDS contradicts, unchecked; {installation: indices of the rows it compiles})."""
+    table = _read_json(compile_matrix.run_script(["--table", "--solution", solution_path], PLAN_TIMEOUT_S,
+                                                 script=__file__), "reading the solution's BACKENDS")
+    missing = sorted(set(table) - set(JUDGE_CHIPS) - {"unknown"})
+    if missing:
+        log(f"  note: no judge chip for BACKENDS' {', '.join(missing)}")
+    rows, installs = [], {}
+    for index, row in enumerate(judge_rows()):
+        if chips and row.backend not in chips:
+            continue
+        problems = contradictions(row, table.get(row.backend))
+        if problems:
+            rows.append(_unchecked_row(index, "-", "; ".join(problems)))
+        else:
+            installs.setdefault(installation(row, table[row.backend]), []).append(index)
+    return rows, installs
+
+
+def install_only(solution_path, chips=None):
+    """Makes the venv of every Triton the judge rows (of the named chips, or all) compile with, and compiles
+    nothing: CI runs it beside the tests, which leave the network idle. 0 when every one is ready."""
+    start = time.time()
+    try:
+        _, installs = _rows_by_installation(str(Path(solution_path).resolve()), chips)
+    except RuntimeError as exc:
+        print(f"FAILED: {exc}")
+        return 1
+    failed = []
+
+    def ready(install):
+        try:
+            print(f"  {install.name}: {python_for(install)}", flush=True)
+        except Exception as exc:
+            failed.append(f"{install.name}: {type(exc).__name__}: {exc}")
+
+    with ThreadPoolExecutor(max_workers=max(len(installs), 1)) as pool:  # pip waits on the network
+        list(pool.map(ready, installs))
+    if failed:
+        print(f"FAILED: {'; '.join(failed)}")
+        return 1
+    print(f"ready: {len(installs)} Tritons (venvs in {VENVS}; {time.time() - start:.0f} s)")
+    return 0
 
 
 def _unchecked_row(row_index, triton, why):
@@ -1027,6 +1060,8 @@ def parse_args(argv=None):
     parser.add_argument("--timeout", type=harness.positive_seconds, default=compile_matrix.COMPILE_TIMEOUT_S,
                         metavar="S", help="seconds a compile may take")
     parser.add_argument("--chips", nargs="+", choices=sorted(JUDGE_CHIPS), help="only these chips' rows (default: all)")
+    parser.add_argument("--install-only", action="store_true",
+                        help="make the venv of each chip's Triton, compile nothing (needs the network once)")
     parser.add_argument("--table", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rows", help=argparse.SUPPRESS)
@@ -1041,6 +1076,8 @@ def main(argv=None):
     if args.plan:
         print(json.dumps(plan_rows(args.solution, [int(i) for i in args.rows.split(",")])))
         return 0
+    if args.install_only:
+        return install_only(args.solution, args.chips)
     return report(args.solution, args.json, args.jobs, args.timeout, args.chips)
 
 

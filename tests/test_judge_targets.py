@@ -174,6 +174,22 @@ def test_the_running_python_is_used_where_it_has_the_pinned_triton(tmp_path, mon
     assert not list(tmp_path.iterdir())
 
 
+def test_install_only_readies_every_rows_triton_and_names_the_one_that_failed(monkeypatch, capsys):
+    def python_for(install, log=print):
+        if install.name == "triton-3.5.0":
+            raise RuntimeError("pip install triton==3.5.0 failed: no network")
+        return f"/venvs/{install.name}/bin/python"
+
+    monkeypatch.setattr(judge_targets, "python_for", python_for)
+    assert judge_targets.main(["--install-only", "--chips", "metax", "ascend"]) == 0
+    out = capsys.readouterr().out
+    assert "triton-3.1.0: /venvs/triton-3.1.0/bin/python" in out and "triton-ascend-3.2.0:" in out
+    assert out.splitlines()[-1].startswith("ready: 2 Tritons")
+    assert judge_targets.main(["--install-only", "--chips", "nvidia"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "FAILED: triton-3.5.0: RuntimeError: pip install triton==3.5.0 failed: no network")
+
+
 def test_the_solutions_table_agrees_with_every_judge_row():
     table = judge_targets.backend_table(harness.ROOT / "solution.py")
     for row in judge_targets.judge_rows():
