@@ -1804,7 +1804,7 @@ class _Device:
         # probe found and {feature: why} of the features it runs in their IEEE form.
         self.routes = [forced_route] if forced_route else [r for r in self.backend.routes if route_available(r)]
         self.left, self.probes, self.ieee, self.set_up = [], {}, {}, False  # set_up: the first rung's (_set_up_rung)
-        self.launches, self.proof_launches, self.settings = {}, {}, {}  # by key: [_CallKernel], {name: launch}, ...
+        self.launches, self.proof_launches = {}, {}  # by key: [_CallKernel], {name: launch}
         self.specializes_on_storage_size = target == "hip"  # AMD's 32-bit buffer offsets
         # A call proven at its key launches its compiled kernels straight away where the key covers the JIT's; the
         # driver's current device and stream, asked every ready call, bound once.
@@ -1943,7 +1943,7 @@ def _leave_rung(device, why, mechanism=None):
                            f"cannot run: {why}")
     device.routes = [r for r in device.routes if r not in failed]
     device.left += [(r, why) for r in failed]
-    for found_on_the_rung in (device.launches, device.proof_launches, device.settings, device.proven, device.ready):
+    for found_on_the_rung in (device.launches, device.proof_launches, device.proven, device.ready):
         found_on_the_rung.clear()
     device.last_ready, device.set_up = None, False
     _warn(f"left the {', '.join(failed)} {routes} on this {device.backend.name} device: {why}; taking the "
@@ -1972,7 +1972,6 @@ def _call_launches(device, key, args, specialization):
         found = [_CallKernel(launch, tuple(i for i, (name, _) in enumerate(KERNEL_ARGUMENTS) if name in
                                            launch.signature), {}, {specialization}) for launch in _call_kernels(plan)]
         device.proof_launches[key] = proofs = _judging_proof_launches(device, plan)
-        device.settings[key] = planned_with
         ordering = [pair for pair in _stand_ins(proofs.values(), device)
                     if _compile_key(*pair) not in device.proofs_compiled]
         # A grid planned again (resident) compiles the same kernels: no children for them again.
@@ -2025,8 +2024,7 @@ class Verdict(NamedTuple):
 
 
 # The proofs a rung's kernels pass before they write a call's outputs, in order: the ordering its kernels rely on,
-# once per device and launch settings; the witness, once per shape and specialization (run several times, inputs out
-# of L2, where the rung relies on an ordering: a race shows as runs that differ).
+# once per device and launch settings; the witness, once per shape and specialization (_WITNESS_RUNS times).
 PROOFS = ("ordering", "witness")
 # The proofs' own launches, and the proof that a failure to compile one costs.
 _PROOF_OF_LAUNCH = {**{name: "witness" for name in WITNESS_LAUNCHES}, "ordering": "ordering"}
