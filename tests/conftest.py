@@ -24,14 +24,14 @@ def solution_copy_dir(tmp_path_factory):
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run the tests marked slow (they install Tritons "
-                     "in venvs, as check.py --targets judge does, or compile what its NVIDIA chip compiles)")
+                     "in venvs, as check.py --targets judge does, or compile every rung for cuda:90 or hip:gfx942)")
 
 
 def pytest_configure(config):
     problem = harness.interpreter_problem()
     if problem:
         pytest.exit(problem, returncode=2)
-    config.addinivalue_line("markers", "slow: installs a Triton venv; run with --slow")
+    config.addinivalue_line("markers", "slow: installs a Triton venv or compiles for a GPU target; run with --slow")
 
 
 def pytest_collection_modifyitems(config, items):

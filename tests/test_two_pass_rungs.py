@@ -39,12 +39,12 @@ def test_the_ascend_ladder_is_two_exact_rungs_then_the_tolerant_one():
 
 CPU_SMALL = harness.load_shapes("cpu_small")
 # A value's path through the kernels does not depend on where its tile lies: every family on the first shape
-# (one tile), and on the shapes of several tiles and programs the random one and the one of NaN and inf groups;
-# zeros too where H > 128 (there its groups mix zero and nonzero values), on the smaller such shape.
+# (one tile); on the shapes of several tiles and programs the one of NaN and inf groups among finite values, the
+# random one on the first of them too, and zeros where H > 128 (there its groups mix zero and nonzero values), on the
+# smaller such shape. Each Ascend rung costs about 8 s a family at 384x256 under the interpreter.
 SHAPES_AND_FAMILIES = [pytest.param(CPU_SMALL[0], harness.FAMILIES, id=f"{CPU_SMALL[0][0]}-every-family")] + [
     pytest.param(shape, families, id=f"{shape[0]}-{'-'.join(families)}")
-    for shape, families in zip(CPU_SMALL[1:], [("randn", "specials"), ("randn", "specials", "zeros"),
-                                               ("randn", "specials")])]
+    for shape, families in zip(CPU_SMALL[1:], [("randn", "specials"), ("specials", "zeros"), ("specials",)])]
 
 
 @pytest.mark.parametrize("shape, families", SHAPES_AND_FAMILIES)
