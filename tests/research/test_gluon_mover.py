@@ -32,6 +32,7 @@ def compiled(tmp_path_factory):
     return proc, record
 
 
+@pytest.mark.slow  # a lab kernel's compile for sm_90, 20 s of a 2-core CI's tests: with --slow
 def test_every_variant_compiles_for_sm90_without_spills(compiled):
     proc, record = compiled
     assert record is not None, proc.stderr
