@@ -21,6 +21,8 @@ MIN_PROGRAMS_PER_SM_BESIDE_A_LARGE_RING = 2
 LARGE_RING_BYTES = 48 * 1024
 
 
+# The tests that read the variants as compiled for sm_90 (20 s of a 2-core CI's tests) run with --slow only: a lab
+# kernel's, not the solution's.
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("gluon_mover") / "compile.json"
@@ -32,7 +34,7 @@ def compiled(tmp_path_factory):
     return proc, record
 
 
-@pytest.mark.slow  # a lab kernel's compile for sm_90, 20 s of a 2-core CI's tests: with --slow
+@pytest.mark.slow
 def test_every_variant_compiles_for_sm90_without_spills(compiled):
     proc, record = compiled
     assert record is not None, proc.stderr
@@ -42,6 +44,7 @@ def test_every_variant_compiles_for_sm90_without_spills(compiled):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_every_variant_fits_its_programs_per_sm(compiled):
     _, record = compiled
     for row in record["rows"]:
@@ -55,6 +58,7 @@ def test_every_variant_fits_its_programs_per_sm(compiled):
         assert designed <= row["shared_bytes"] <= designed + 512, row["variant"]
 
 
+@pytest.mark.slow
 def test_the_conflict_free_layouts_move_y_in_wide_accesses_without_bank_conflicts(compiled):
     """The padded and XOR layouts were designed so that the slices' 8- or 16-byte writes and the
     transposed read-back cost no extra shared-memory wavefronts; the vector widths are what the PTX has."""
@@ -69,6 +73,7 @@ def test_the_conflict_free_layouts_move_y_in_wide_accesses_without_bank_conflict
     assert rows["bf16-swizzled-w8"]["modeled_wavefronts"]["read"] > 1.0  # the slice-able swizzle conflicts
 
 
+@pytest.mark.slow
 def test_the_second_round_copies_what_its_names_say(compiled):
     """ringN variants copy gate, up and grad_y into shared memory with 16-byte cp.async only, tmaN ones with
     TMA only (three boxes a slice), the others (the register prefetch, the first round) with neither, and
