@@ -1065,7 +1065,10 @@ def parse_args(argv=None):
     parser.add_argument("--table", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rows", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.install_only and args.json:
+        parser.error("--install-only compiles nothing and writes no rows: drop --json")
+    return args
 
 
 def main(argv=None):

@@ -188,6 +188,10 @@ def test_install_only_readies_every_rows_triton_and_names_the_one_that_failed(mo
     assert judge_targets.main(["--install-only", "--chips", "nvidia"]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == (
         "FAILED: triton-3.5.0: RuntimeError: pip install triton==3.5.0 failed: no network")
+    with pytest.raises(SystemExit) as exited:
+        judge_targets.main(["--install-only", "--json", "rows.json"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("--install-only compiles nothing and writes no rows: drop --json")
 
 
 def test_the_solutions_table_agrees_with_every_judge_row():
